@@ -1,0 +1,136 @@
+// Package watcher follows pi's session files: it finds them, reads only
+// the bytes appended since the last read, parses complete lines into
+// entries, and notices files that were rewritten, truncated or removed.
+//
+// The watcher never writes a session file. It keeps no durable state of its
+// own: the caller hands it the cursors it saved and receives each Batch
+// through a sink; a cursor advances only when the sink has returned nil, so
+// the rows and the cursor that produced them are committed together.
+package watcher
+
+import "encoding/json"
+
+// FileID is a file's identity on disk. A path whose FileID changes is a
+// different file (deleted and recreated, or renamed into place).
+type FileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// Cursor is everything needed to resume reading a file without re-reading
+// what was ingested, and to notice that what was ingested has changed.
+type Cursor struct {
+	Path   string `json:"path"`
+	ID     FileID `json:"id"`
+	Offset int64  `json:"offset"` // end of the last complete line ingested
+	Lines  int    `json:"lines"`  // complete lines ingested (the header is line 1)
+	// Check is a digest that lets the watcher verify, cheaply, that the
+	// bytes before Offset are still the ones ingested (a rewrite in place
+	// keeps the inode and can make the file longer).
+	Check []byte `json:"check"`
+}
+
+// BatchKind says what happened to a file.
+type BatchKind string
+
+const (
+	Found     BatchKind = "found"     // first read of a file
+	Grew      BatchKind = "grew"      // complete lines appended
+	Rewritten BatchKind = "rewritten" // bytes before the cursor changed; Entries is the whole file again
+	Removed   BatchKind = "removed"   // the file is gone
+)
+
+// Batch is one unit of ingest: what a single read of a single file found.
+// A Rewritten batch replaces everything previously ingested from the file.
+type Batch struct {
+	Kind    BatchKind
+	Cursor  Cursor // the cursor after this batch (zero for Removed)
+	Header  *Header
+	Entries []Entry
+	Errors  []IngestError
+}
+
+// Header is a session file's first line.
+type Header struct {
+	ID            string `json:"id"`
+	Version       int    `json:"version"` // 1 when the field is missing
+	Cwd           string `json:"cwd"`
+	Timestamp     string `json:"timestamp"`
+	ParentSession string `json:"parentSession,omitempty"` // also v1's branchedFrom
+}
+
+// Entry is one parsed non-header line. Only what bindery needs is decoded;
+// the line itself stays in the file (Offset, Length) and is not copied.
+type Entry struct {
+	Line      int    `json:"line"`   // 1-based line number; the header is line 1
+	Offset    int64  `json:"offset"` // byte offset of the line in the file
+	Length    int    `json:"length"` // bytes, newline included
+	Type      string `json:"type"`   // session entry type, kept verbatim when unknown
+	ID        string `json:"id"`     // v1 lines get a synthesized id derived from the line number
+	ParentID  string `json:"parentId,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+
+	// message entries
+	Role       string          `json:"role,omitempty"`
+	Model      string          `json:"model,omitempty"`
+	Provider   string          `json:"provider,omitempty"`
+	API        string          `json:"api,omitempty"`
+	StopReason string          `json:"stopReason,omitempty"`
+	Usage      *Usage          `json:"usage,omitempty"`
+	Thinking   []ThinkingBlock `json:"thinking,omitempty"`
+	ToolCalls  int             `json:"toolCalls,omitempty"`
+	// UserText is true for a user message (or custom_message) holding any
+	// content that is not a tool result: it closes a thinking cycle.
+	UserText bool `json:"userText,omitempty"`
+
+	// compaction
+	FirstKeptEntryID string `json:"firstKeptEntryId,omitempty"`
+
+	// custom and custom_message
+	CustomType string `json:"customType,omitempty"`
+	// Data is kept only for custom entries bindery reads (pi-condense's
+	// context-prune-frontier); it is the entry's data field, verbatim.
+	Data json.RawMessage `json:"data,omitempty"`
+
+	// model_change / thinking_level_change
+	ModelID       string `json:"modelId,omitempty"`
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+}
+
+// ThinkingBlock is one thinking block of an assistant message.
+type ThinkingBlock struct {
+	Index     int    `json:"index"`     // position in the message's content array
+	Redacted  bool   `json:"redacted"`  // redacted_thinking (pi: redacted:true, data in thinkingSignature)
+	Signed    bool   `json:"signed"`    // a non-empty signature (an aborted stream leaves it empty)
+	SigDigest []byte `json:"sigDigest"` // SHA-256 of the signature (or redacted data); nil when unsigned
+	Chars     int    `json:"chars"`     // length of the thinking text, for token estimates
+}
+
+// Usage is an assistant message's usage as pi wrote it. Fields pi did not
+// write are nil, so "missing" and "zero" stay different.
+type Usage struct {
+	Input       *int64 `json:"input,omitempty"`
+	Output      *int64 `json:"output,omitempty"`
+	CacheRead   *int64 `json:"cacheRead,omitempty"`
+	CacheWrite  *int64 `json:"cacheWrite,omitempty"`
+	TotalTokens *int64 `json:"totalTokens,omitempty"`
+	Cost        *Cost  `json:"cost,omitempty"`
+}
+
+// Cost is pi's usage.cost, in USD.
+type Cost struct {
+	Input      *float64 `json:"input,omitempty"`
+	Output     *float64 `json:"output,omitempty"`
+	CacheRead  *float64 `json:"cacheRead,omitempty"`
+	CacheWrite *float64 `json:"cacheWrite,omitempty"`
+	Total      *float64 `json:"total,omitempty"`
+}
+
+// IngestError is a line bindery could not use. The line is skipped; nothing
+// else in the file is lost.
+type IngestError struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Offset int64  `json:"offset"`
+	Reason string `json:"reason"`
+}
