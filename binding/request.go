@@ -1,0 +1,54 @@
+// Package binding is bindery's pure core: the canonical form and message
+// chain of an Anthropic Messages request, stamps, releases, and the decision
+// of which signed thinking blocks a request may carry. It does no I/O, reads
+// no clock and runs no SQL: everything it decides is a function of its
+// inputs. See ../shared/design/binding.md (the specification).
+package binding
+
+// Digest is a SHA-256 value.
+type Digest [32]byte
+
+// IsZero reports whether d is the zero digest (used for "none").
+func (d Digest) IsZero() bool { return d == Digest{} }
+
+// BlockKind classifies a content block for the binding pass.
+type BlockKind uint8
+
+const (
+	KindOther      BlockKind = iota // anything that is not thinking: part of the chain
+	KindThinking                    // "thinking": outside the chain, bound by its signature
+	KindRedacted                    // "redacted_thinking": outside the chain, bound by its data
+	KindCompaction                  // "compaction": in the chain, and the chain restarts at it
+)
+
+// Span is a half-open byte range [Start, End) of the request body.
+type Span struct{ Start, End int }
+
+// Block is one element of a message's content array, as the host gave it.
+type Block struct {
+	Kind   BlockKind
+	Span   Span   // the element's value in the body
+	Digest Digest // canonical digest of the block (cache_control markers excluded); zero for thinking
+	Chain  Digest // chain(b): the message chain just before this block
+	Key    Digest // thinking: SHA-256 of signature; redacted: SHA-256 of data; zero otherwise
+	Signed bool   // thinking with a non-empty signature, or redacted with non-empty data
+	Tokens int    // estimated tokens of the block (for reports)
+}
+
+// Message is one element of the request's messages array.
+type Message struct {
+	Role   string
+	Span   Span    // the element's value in the body
+	Frame  Digest  // canonical digest of the message without its content's blocks (role, other fields, content shape)
+	Blocks []Block // nil when content is a string (the string is part of Frame)
+	End    Digest  // the message chain after this message
+}
+
+// Request is a parsed Anthropic Messages request body. Indices into Messages
+// and Blocks are the host's original indices (messages.N.content.M).
+type Request struct {
+	Bound    bool   // false: not a Messages body (no messages array); the plan is empty
+	Model    string // the "model" field
+	Seed     Digest // system + non-deferred tools, as values
+	Messages []Message
+}
