@@ -1,0 +1,301 @@
+import { BinderyClient, BinderyError } from "./client.js";
+import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
+import type { BinderySettings } from "./settings.js";
+import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage } from "./wire.js";
+
+export const STATUS_KEY = "bindery";
+export const DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01";
+
+/** bindery's compile answer (api.md), the fields this extension reads. */
+export interface CompileAnswer {
+  compileId?: string;
+  engaged?: boolean;
+  thinkingStripped?: number;
+  strips?: { path: string; reason: string; tokens?: number }[];
+  droppedMessages?: string[];
+  request?: unknown;
+}
+
+/** The compile whose answer pi sent, waiting for its response. */
+interface Pending {
+  compileId: string;
+  conversation: string;
+  branch: string | undefined;
+  model: string | undefined;
+  /** The request as it went to the provider (after bindery's strips), for release paths and tool names. */
+  sent: Record<string, unknown>;
+}
+
+/** Per-session counters shown in the footer. */
+interface SessionState {
+  id: string;
+  /** Signatures of blocks bindery stripped this session (distinct). */
+  stripped: Set<string>;
+  /** Thinking blocks replayed in the last request. */
+  kept: number;
+  /** Set after the provider refused a block, when dropBlock is on and the route accepts it. */
+  dropBlock: boolean;
+}
+
+export interface Counters {
+  compiles: number;
+  accepts: number;
+  releases: number;
+  failures: number;
+}
+
+/** Where this extension talks to pi's UI; a function so tests can capture it. */
+export interface Reporter {
+  notify(ctx: PiContext, message: string, type: "info" | "warning" | "error"): void;
+}
+
+export const piReporter: Reporter = {
+  notify(ctx, message, type) {
+    // In print mode pi has no UI; stderr keeps stdout (the answer) clean.
+    if (ctx.hasUI) ctx.ui.notify(message, type);
+    else process.stderr.write(`${message}\n`);
+  },
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The extension's logic, free of pi's registration so tests can drive it with pi's event
+ * shapes: compile at before_provider_request, accept or release at the assistant's
+ * message_end. Every bindery failure is caught here: pi's request goes out unchanged
+ * (failOpen) or with all thinking removed (failOpen: false), never blocked.
+ */
+export class BinderyBridge {
+  readonly client: BinderyClient;
+  readonly counters: Counters = { compiles: 0, accepts: 0, releases: 0, failures: 0 };
+  private pending: Pending | undefined;
+  private session: SessionState | undefined;
+  private connected: boolean | undefined;
+  private failureReported = false;
+  private lastFailure: string | undefined;
+  /** Background accept/release calls, so tests and shutdown can wait for them. */
+  private inflight = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly settings: BinderySettings,
+    private readonly reporter: Reporter = piReporter,
+    /** Called when a session turns drop_block on; installs the beta header (index.ts). */
+    private readonly onDropBlock: () => void = () => {},
+  ) {
+    this.client = new BinderyClient(settings.socketPath);
+  }
+
+  /** Waits for background accepts and releases (tests, session shutdown). */
+  async settle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    p.finally(() => this.inflight.delete(p)).catch(() => {});
+    return p;
+  }
+
+  private sessionFor(ctx: PiContext): SessionState {
+    const id = ctx.sessionManager.getSessionId();
+    if (!this.session || this.session.id !== id) {
+      this.session = { id, stripped: new Set(), kept: 0, dropBlock: false };
+      this.pending = undefined;
+    }
+    return this.session;
+  }
+
+  /** The footer line. */
+  statusLine(): string {
+    const s = this.session;
+    if (!this.settings.enabled) return "bindery off";
+    if (this.connected === false) return `bindery down · requests sent unchanged${this.counters.failures ? ` (${this.counters.failures} failed)` : ""}`;
+    if (this.connected === undefined) return "bindery …";
+    return `bindery ✓ thinking kept ${s?.kept ?? 0} · stripped ${s?.stripped.size ?? 0}${s?.dropBlock ? " · drop_block" : ""}`;
+  }
+
+  private showStatus(ctx: PiContext): void {
+    try {
+      ctx.ui.setStatus(STATUS_KEY, this.statusLine());
+    } catch {
+      // a UI that cannot show status must not break the request
+    }
+  }
+
+  private fail(ctx: PiContext, what: string, err: unknown): void {
+    this.counters.failures++;
+    const msg = err instanceof Error ? err.message : String(err);
+    this.lastFailure = msg;
+    if (!(err instanceof BinderyError) || err.kind !== "http") this.connected = false;
+    if (!this.failureReported) {
+      this.failureReported = true;
+      const fallback = this.settings.failOpen
+        ? "pi's requests go out unchanged, as without bindery"
+        : "pi's requests go out with earlier thinking removed (failOpen: false)";
+      this.reporter.notify(ctx, `bindery: ${what} failed (${msg}); ${fallback}. Reported once; see the footer.`, "warning");
+    }
+    this.showStatus(ctx);
+  }
+
+  private succeeded(ctx: PiContext): void {
+    if (this.connected === false && this.failureReported) {
+      this.reporter.notify(ctx, "bindery: connected again.", "info");
+      this.failureReported = false;
+    }
+    this.connected = true;
+  }
+
+  lastError(): string | undefined {
+    return this.lastFailure;
+  }
+
+  /**
+   * before_provider_request: `payload` is pi's final provider params (after every `context`
+   * handler, convertToLlm, cache markers and the before_provider_request handlers loaded
+   * earlier). Returns the payload to send.
+   */
+  async beforeProviderRequest(payload: unknown, ctx: PiContext): Promise<unknown> {
+    if (!this.settings.enabled) return undefined;
+    // Only Anthropic Messages bodies carry signed thinking; others pass untouched.
+    if (!isObject(payload) || !Array.isArray(payload.messages)) return undefined;
+    const session = this.sessionFor(ctx);
+    this.pending = undefined;
+    const conversation = session.id;
+    const branch = ctx.sessionManager.getLeafId() ?? undefined;
+    const sessionFile = ctx.sessionManager.getSessionFile();
+    let answer: CompileAnswer;
+    try {
+      answer = await this.client.call<CompileAnswer>(
+        "POST",
+        "/v1/compile",
+        { conversation, branch, sessionFile, request: payload, return: "request" },
+        this.settings.compileTimeoutMs,
+      );
+      if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
+        throw new BinderyError("protocol", "bindery /v1/compile: answer carries no rewritten request");
+      }
+    } catch (err) {
+      this.fail(ctx, "compile", err);
+      const out = this.settings.failOpen ? payload : stripAllThinking(payload);
+      session.kept = countThinking(out);
+      this.showStatus(ctx);
+      return out === payload ? undefined : out;
+    }
+    this.counters.compiles++;
+    this.succeeded(ctx);
+    let sent = answer.request as Record<string, unknown>;
+    const strips: { path?: unknown }[] = Array.isArray(answer.strips) ? answer.strips : [];
+    for (const s of strips) {
+      const key = typeof s?.path === "string" ? thinkingKeyAt(payload, s.path) : undefined;
+      if (key !== undefined) session.stripped.add(key);
+    }
+    if (session.dropBlock && this.routeAcceptsDropBlock(ctx.model)) sent = withDropBlock(sent);
+    session.kept = countThinking(sent);
+    if (typeof answer.compileId === "string" && answer.compileId !== "") {
+      this.pending = { compileId: answer.compileId, conversation, branch, model: String(payload.model ?? ""), sent };
+    }
+    this.showStatus(ctx);
+    return sent;
+  }
+
+  /**
+   * message_end: for the assistant message answering the pending compile, accept it (a
+   * reply) or release the refused block (a prefix-binding 400). Runs before pi appends the
+   * message to the session file. The accept runs in the background: pi's loop never waits
+   * on bindery after the response.
+   */
+  messageEnd(message: unknown, ctx: PiContext): Promise<void> | undefined {
+    if (!this.settings.enabled) return undefined;
+    const m = message as PiAssistantMessage;
+    if (!isObject(m) || m.role !== "assistant") return undefined;
+    const pending = this.pending;
+    this.pending = undefined;
+    const session = this.sessionFor(ctx);
+    if (!pending || pending.conversation !== session.id) return undefined;
+    if (m.model && pending.model && m.model !== pending.model) return undefined; // not the request we compiled
+    if (m.stopReason === "error") {
+      const refusal = parseBindingRefusal(m.errorMessage);
+      if (!refusal) return undefined;
+      return this.track(this.release(pending, refusal.path, ctx, session));
+    }
+    if (m.stopReason === "aborted") return undefined; // never replayed by pi; nothing to stamp
+    return this.track(this.accept(pending, m, ctx));
+  }
+
+  private async accept(pending: Pending, m: PiAssistantMessage, ctx: PiContext): Promise<void> {
+    try {
+      await this.client.call(
+        "POST",
+        "/v1/accept",
+        { compileId: pending.compileId, reply: toWireReply(m, pending.sent), usage: toWireUsage(m.usage) },
+        this.settings.callTimeoutMs,
+      );
+      this.counters.accepts++;
+      this.succeeded(ctx);
+    } catch (err) {
+      this.fail(ctx, "accept", err);
+    }
+  }
+
+  private async release(pending: Pending, path: string, ctx: PiContext, session: SessionState): Promise<void> {
+    let released: number | undefined;
+    try {
+      const a = await this.client.call<{ released?: number }>(
+        "POST",
+        "/v1/release",
+        { conversation: pending.conversation, branch: pending.branch, compileId: pending.compileId, path },
+        this.settings.callTimeoutMs,
+      );
+      released = a?.released;
+      this.counters.releases++;
+      this.succeeded(ctx);
+    } catch (err) {
+      this.fail(ctx, "release", err);
+      return;
+    }
+    let extra = "";
+    if (this.settings.dropBlock && this.routeAcceptsDropBlock(ctx.model) && !session.dropBlock) {
+      session.dropBlock = true;
+      this.onDropBlock();
+      extra = ' From now on this session sends prefix_mismatch_behavior "drop_block".';
+    }
+    this.reporter.notify(
+      ctx,
+      `bindery: the provider refused the thinking block at ${path}; bindery released it and every later one${
+        released !== undefined ? ` (${released})` : ""
+      }. Send your message again: the next request goes through clean.${extra}`,
+      "warning",
+    );
+    this.showStatus(ctx);
+  }
+
+  /** drop_block is sent only where the field is known to be accepted: Anthropic's own API. */
+  routeAcceptsDropBlock(model: PiModel | undefined): boolean {
+    if (!model || model.api !== "anthropic-messages") return false;
+    let host: string;
+    try {
+      host = new URL(model.baseUrl ?? "https://api.anthropic.com").hostname;
+    } catch {
+      return false;
+    }
+    return host === "api.anthropic.com" || this.settings.dropBlockHosts.includes(host);
+  }
+
+  sessionStart(ctx: PiContext): void {
+    this.sessionFor(ctx);
+    this.showStatus(ctx);
+  }
+}
+
+/**
+ * Adds `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` when the request
+ * enables thinking (the field is accepted with type "enabled" and "adaptive").
+ */
+export function withDropBlock(request: Record<string, unknown>): Record<string, unknown> {
+  const thinking = request.thinking;
+  if (!isObject(thinking) || (thinking.type !== "enabled" && thinking.type !== "adaptive")) return request;
+  const binding = isObject(thinking.block_binding) ? thinking.block_binding : {};
+  return { ...request, thinking: { ...thinking, block_binding: { ...binding, prefix_mismatch_behavior: "drop_block" } } };
+}

@@ -1,0 +1,75 @@
+// The small slice of pi's extension API this extension uses, written structurally so the
+// extension loads under either npm scope (@mariozechner/pi-coding-agent 0.5x-0.7x and
+// @earendil-works/pi-coding-agent 1.x) without importing pi at runtime. Shapes were read
+// from pi-coding-agent 0.73.1's dist/core/extensions/types.d.ts and pi-ai's types.
+
+export interface PiTextBlock {
+  type: "text";
+  text: string;
+}
+export interface PiThinkingBlock {
+  type: "thinking";
+  thinking: string;
+  thinkingSignature?: string;
+  redacted?: boolean;
+}
+export interface PiToolCallBlock {
+  type: "toolCall";
+  id: string;
+  name: string;
+  arguments?: Record<string, unknown>;
+}
+export type PiAssistantBlock = PiTextBlock | PiThinkingBlock | PiToolCallBlock | { type: string; [k: string]: unknown };
+
+export interface PiUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens?: number;
+}
+
+/** pi-ai's AssistantMessage (the `message` of message_end when role is assistant). */
+export interface PiAssistantMessage {
+  role: "assistant";
+  content: PiAssistantBlock[];
+  api?: string;
+  provider?: string;
+  model?: string;
+  usage?: PiUsage;
+  stopReason?: "stop" | "length" | "toolUse" | "error" | "aborted";
+  errorMessage?: string;
+  timestamp?: number;
+}
+
+export interface PiModel {
+  id: string;
+  api?: string;
+  provider?: string;
+  baseUrl?: string;
+}
+
+export interface PiSessionManager {
+  getSessionId(): string;
+  getLeafId(): string | null;
+  getSessionFile(): string | undefined;
+}
+
+export interface PiUI {
+  notify(message: string, type?: "info" | "warning" | "error"): void;
+  setStatus(key: string, text: string | undefined): void;
+}
+
+export interface PiContext {
+  ui: PiUI;
+  hasUI: boolean;
+  cwd: string;
+  sessionManager: PiSessionManager;
+  model: PiModel | undefined;
+}
+
+export type PiHandler<E> = (event: E, ctx: PiContext) => unknown | Promise<unknown>;
+
+export interface PiExtensionAPI {
+  on(event: string, handler: PiHandler<any>): void;
+}
