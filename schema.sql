@@ -1,0 +1,123 @@
+-- bindery's SQLite schema: the complete schema of a new database.
+--
+-- A database made by an earlier release is brought up to this by the
+-- forward-only steps in db/migrations/NNN_*.sql; db's parity test checks that
+-- version 1 plus every step gives exactly this schema. Change both together.
+--
+-- What is stored: where each line of a session file is (offset, length), the
+-- few fields bindery decides on, and digests of thinking signatures. Never a
+-- copy of a message: the session files stay the only copy of the text.
+--
+-- Times written by bindery are INTEGER unix milliseconds; timestamps copied
+-- from session files stay TEXT as pi wrote them (ISO-8601, UTC).
+
+-- files: one row per session file ever seen, holding the watcher's cursor.
+-- The cursor is updated in the same transaction as the rows it produced, so
+-- a restart resumes exactly after the last committed line.
+CREATE TABLE files (
+    id           INTEGER PRIMARY KEY,
+    path         TEXT    NOT NULL,
+    dev          INTEGER NOT NULL,
+    ino          INTEGER NOT NULL,
+    offset       INTEGER NOT NULL, -- end of the last complete line ingested
+    lines        INTEGER NOT NULL, -- complete lines ingested (the header is line 1)
+    check_digest BLOB,             -- the watcher's digest of the bytes before offset
+    removed      INTEGER NOT NULL DEFAULT 0, -- 1: the file is gone; its rows are kept
+    updated_ms   INTEGER NOT NULL
+);
+-- At most one live row per path; removed files keep theirs.
+CREATE UNIQUE INDEX files_live_path ON files(path) WHERE removed = 0;
+
+-- sessions: a file's header line and counters kept current at ingest, so
+-- listing every session reads one row each.
+CREATE TABLE sessions (
+    file           INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    id             TEXT    NOT NULL, -- pi's session id (header id)
+    cwd            TEXT    NOT NULL,
+    version        INTEGER NOT NULL,
+    parent_session TEXT,             -- header parentSession (v1 branchedFrom)
+    header_time    TEXT,
+    removed        INTEGER NOT NULL DEFAULT 0,
+    entries        INTEGER NOT NULL DEFAULT 0,
+    thinking       INTEGER NOT NULL DEFAULT 0, -- thinking blocks in the file
+    leaf           TEXT,             -- pi's current leaf: the last entry in file order
+    last_activity  TEXT              -- timestamp of the last entry (else the header's)
+);
+CREATE INDEX sessions_id ON sessions(id);
+
+-- entries: one row per parsed non-header line. seq is bindery's own ingest
+-- order; within a file it is also file order.
+CREATE TABLE entries (
+    seq          INTEGER PRIMARY KEY,
+    file         INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    id           TEXT    NOT NULL,
+    parent_id    TEXT,
+    type         TEXT    NOT NULL,
+    line         INTEGER NOT NULL,
+    offset       INTEGER NOT NULL,
+    length       INTEGER NOT NULL,
+    timestamp    TEXT,
+    role         TEXT,
+    model        TEXT,
+    provider     TEXT,
+    stop_reason  TEXT,
+    input_tokens       INTEGER,
+    output_tokens      INTEGER,
+    cache_read_tokens  INTEGER,
+    cache_write_tokens INTEGER,
+    total_tokens       INTEGER,
+    cost_total         REAL,
+    tool_calls   INTEGER NOT NULL DEFAULT 0,
+    user_text    INTEGER NOT NULL DEFAULT 0,
+    first_kept_entry_id TEXT,
+    custom_type  TEXT
+);
+CREATE INDEX entries_file_id ON entries(file, id);
+CREATE INDEX entries_file_parent ON entries(file, parent_id);
+
+-- thinking: every thinking block of an assistant message. The signature
+-- itself stays in the file; its SHA-256 is enough to recognise it.
+CREATE TABLE thinking (
+    entry      INTEGER NOT NULL REFERENCES entries(seq) ON DELETE CASCADE,
+    block      INTEGER NOT NULL, -- index in the message's content array
+    file       INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    redacted   INTEGER NOT NULL,
+    signed     INTEGER NOT NULL,
+    sig_digest BLOB,
+    chars      INTEGER NOT NULL,
+    PRIMARY KEY (entry, block)
+) WITHOUT ROWID;
+CREATE INDEX thinking_file ON thinking(file);
+CREATE INDEX thinking_sig ON thinking(sig_digest) WHERE sig_digest IS NOT NULL;
+
+-- frontier: pi-condense's context-prune-frontier custom entries, their data
+-- verbatim (a small object). The frontier of a branch is the last one on it.
+CREATE TABLE frontier (
+    entry INTEGER PRIMARY KEY REFERENCES entries(seq) ON DELETE CASCADE,
+    file  INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    data  TEXT    NOT NULL
+);
+CREATE INDEX frontier_file ON frontier(file);
+
+-- ingest_errors: lines bindery could not use, skipped and kept on record.
+CREATE TABLE ingest_errors (
+    id      INTEGER PRIMARY KEY,
+    file    INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    line    INTEGER NOT NULL,
+    offset  INTEGER NOT NULL,
+    reason  TEXT    NOT NULL,
+    time_ms INTEGER NOT NULL
+);
+CREATE INDEX ingest_errors_file ON ingest_errors(file);
+
+-- events: the durable, bounded event log behind GET /v1/events.
+-- AUTOINCREMENT so a seq is never reused, even after the newest rows are
+-- pruned or the daemon restarts.
+CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    time_ms      INTEGER NOT NULL,
+    type         TEXT    NOT NULL,
+    conversation TEXT    NOT NULL DEFAULT '',
+    fields       TEXT    NOT NULL DEFAULT '{}' -- a JSON object of the type's fields
+);
+CREATE INDEX events_conversation ON events(conversation, seq);

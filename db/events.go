@@ -3,131 +3,96 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 )
 
-// EventRow is one row of the durable event log (table events).
-type EventRow struct {
+// Event types this package writes (api.md, GET /v1/events).
+const (
+	EventSession     = "session"      // change (found|grew|rewritten|removed), file, entries, offset
+	EventIngestError = "ingest-error" // file, line, offset, reason
+)
+
+// MaxEvents bounds the durable event log: older events are pruned as new
+// ones are written (a client asking for them gets a reset).
+const MaxEvents = 100_000
+
+// pruneEvery is how many events are written between two prunes.
+const pruneEvery = 1024
+
+// Event is one row of the event log.
+type Event struct {
 	Seq          int64
-	TimeMs       int64
+	Time         time.Time
 	Type         string
 	Conversation string
-	Fields       []byte // a JSON object
+	Fields       json.RawMessage // a JSON object
 }
 
-// sqlQuerier is what both *sql.DB and *sql.Tx offer.
-type sqlQuerier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// AppendEvents inserts rows inside tx and sets each row's Seq. The caller
-// publishes them only after tx commits, in seq order.
-func AppendEvents(ctx context.Context, tx *sql.Tx, rows []EventRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (time_ms, type, conversation, fields) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("append events: %w", err)
-	}
-	defer stmt.Close()
-	for i := range rows {
-		r := &rows[i]
-		fields := r.Fields
-		if len(fields) == 0 {
-			fields = []byte("{}")
-		}
-		res, err := stmt.ExecContext(ctx, r.TimeMs, r.Type, r.Conversation, string(fields))
-		if err != nil {
-			return fmt.Errorf("append event %s: %w", r.Type, err)
-		}
-		if r.Seq, err = res.LastInsertId(); err != nil {
-			return fmt.Errorf("append event %s: %w", r.Type, err)
+// AppendEvent writes an event inside the caller's write transaction, so
+// the event is durable exactly when the change it describes is. fields is
+// marshalled to a JSON object (a json.RawMessage is taken as is).
+func AppendEvent(ctx context.Context, tx *sql.Tx, typ, conversation string, fields any) (Event, error) {
+	var raw []byte
+	switch f := fields.(type) {
+	case nil:
+		raw = []byte("{}")
+	case json.RawMessage:
+		raw = f
+	default:
+		var err error
+		if raw, err = json.Marshal(f); err != nil {
+			return Event{}, fmt.Errorf("event %s: %w", typ, err)
 		}
 	}
-	return nil
+	now := time.Now()
+	ev := Event{Time: now, Type: typ, Conversation: conversation, Fields: raw}
+	err := tx.QueryRowContext(ctx,
+		`INSERT INTO events (time_ms, type, conversation, fields) VALUES (?, ?, ?, ?) RETURNING seq`,
+		now.UnixMilli(), typ, conversation, string(raw)).Scan(&ev.Seq)
+	if err != nil {
+		return Event{}, fmt.Errorf("append %s event: %w", typ, err)
+	}
+	if ev.Seq%pruneEvery == 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, ev.Seq-MaxEvents); err != nil {
+			return Event{}, fmt.Errorf("prune events: %w", err)
+		}
+	}
+	return ev, nil
 }
 
-// EventBounds returns the oldest seq still stored (0 when the log is
-// empty) and the last seq ever assigned (AUTOINCREMENT's high-water mark,
-// which survives pruning and restarts).
-func EventBounds(ctx context.Context, q sqlQuerier) (oldest, last int64, err error) {
-	var o sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT min(seq) FROM events`).Scan(&o); err != nil {
-		return 0, 0, fmt.Errorf("event bounds: %w", err)
+// EventsSince returns up to limit events with seq > since, oldest first,
+// optionally only those of one conversation, and the oldest seq the log
+// still holds (0 when it is empty), so a caller can tell what was pruned.
+func (d *DB) EventsSince(ctx context.Context, since int64, conversation string, limit int) (events []Event, oldest int64, err error) {
+	if err := d.readers.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0) FROM events`).Scan(&oldest); err != nil {
+		return nil, 0, fmt.Errorf("events: %w", err)
 	}
-	err = q.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`).Scan(&last)
-	if err == sql.ErrNoRows {
-		err = nil
+	q := `SELECT seq, time_ms, type, conversation, fields FROM events WHERE seq > ? ORDER BY seq LIMIT ?`
+	args := []any{since, limit}
+	if conversation != "" {
+		q = `SELECT seq, time_ms, type, conversation, fields FROM events WHERE conversation = ? AND seq > ? ORDER BY seq LIMIT ?`
+		args = []any{conversation, since, limit}
 	}
+	rows, err := d.readers.QueryContext(ctx, q, args...)
 	if err != nil {
-		return 0, 0, fmt.Errorf("event bounds: %w", err)
-	}
-	return o.Int64, last, nil
-}
-
-// EventsAfter returns up to limit events with seq > after in seq order,
-// of one conversation ("" for every conversation).
-func EventsAfter(ctx context.Context, q sqlQuerier, after int64, conversation string, limit int) ([]EventRow, error) {
-	var rows *sql.Rows
-	var err error
-	if conversation == "" {
-		rows, err = q.QueryContext(ctx, `SELECT seq, time_ms, type, conversation, fields FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
-	} else {
-		rows, err = q.QueryContext(ctx, `SELECT seq, time_ms, type, conversation, fields FROM events WHERE conversation = ? AND seq > ? ORDER BY seq LIMIT ?`, conversation, after, limit)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("events after %d: %w", after, err)
+		return nil, 0, fmt.Errorf("events: %w", err)
 	}
 	defer rows.Close()
-	var out []EventRow
 	for rows.Next() {
-		var r EventRow
+		var e Event
+		var ms int64
 		var fields string
-		if err := rows.Scan(&r.Seq, &r.TimeMs, &r.Type, &r.Conversation, &fields); err != nil {
-			return nil, fmt.Errorf("events after %d: %w", after, err)
+		if err := rows.Scan(&e.Seq, &ms, &e.Type, &e.Conversation, &fields); err != nil {
+			return nil, 0, fmt.Errorf("events: %w", err)
 		}
-		r.Fields = []byte(fields)
-		out = append(out, r)
+		e.Time = time.UnixMilli(ms)
+		e.Fields = json.RawMessage(fields)
+		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("events after %d: %w", after, err)
+		return nil, 0, fmt.Errorf("events: %w", err)
 	}
-	return out, nil
-}
-
-// EventRetention bounds the event log: at most MaxCount events, none older
-// than MaxAge. A zero field does not bound.
-type EventRetention struct {
-	MaxCount int64
-	MaxAge   time.Duration
-}
-
-// PruneEvents deletes what retention no longer keeps and returns how many
-// rows went. Seqs are never reused (AUTOINCREMENT).
-func PruneEvents(ctx context.Context, q sqlQuerier, keep EventRetention, now time.Time) (int64, error) {
-	var n int64
-	if keep.MaxCount > 0 {
-		res, err := q.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?)`, keep.MaxCount)
-		if err != nil {
-			return n, fmt.Errorf("prune events by count: %w", err)
-		}
-		d, _ := res.RowsAffected()
-		n += d
-	}
-	if keep.MaxAge > 0 {
-		cutoff := now.Add(-keep.MaxAge).UnixMilli()
-		// Rows are appended in time order, so the cutoff is a seq prefix:
-		// find its end by the rowid order instead of scanning time_ms.
-		res, err := q.ExecContext(ctx, `DELETE FROM events WHERE seq < coalesce((SELECT seq FROM events WHERE time_ms >= ? ORDER BY seq LIMIT 1), (SELECT max(seq)+1 FROM events))`, cutoff)
-		if err != nil {
-			return n, fmt.Errorf("prune events by age: %w", err)
-		}
-		d, _ := res.RowsAffected()
-		n += d
-	}
-	return n, nil
+	return events, oldest, nil
 }

@@ -1,0 +1,180 @@
+// Package db is bindery's SQLite store (modernc.org/sqlite, no cgo).
+//
+// One database file in WAL mode, reached through two pools: a writer with a
+// single connection (every write is serialized through it, in IMMEDIATE
+// transactions, synchronous=FULL so a commit is on disk before it returns)
+// and a reader pool (query_only) for the API. Readers never block the writer
+// and see only committed transactions.
+//
+// The schema is bindery.Schema (schema.sql) for a new database; an older one
+// is brought up by the forward-only steps in migrations/, tracked in
+// PRAGMA user_version. A database whose application_id is not bindery's is
+// refused rather than touched.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/my-pi/bindery"
+)
+
+// ApplicationID marks a bindery database (PRAGMA application_id): "bind".
+const ApplicationID = 0x62696e64
+
+// busyTimeout bounds how long a connection waits for a lock held by another
+// connection (a checkpoint, or a second process reading the file) before
+// failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// DB is an open bindery database.
+type DB struct {
+	path    string
+	writer  *sql.DB // one connection: the only one that writes
+	readers *sql.DB // query_only pool
+	stmts   writerStmts
+}
+
+// Options tunes Open. The zero value is what the daemon uses.
+type Options struct {
+	// Readers is the size of the reader pool (default 4).
+	Readers int
+}
+
+// Open opens (creating if needed) the database at path and brings its
+// schema up to the current version.
+func Open(ctx context.Context, path string, opt Options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		// The driver reads everything after '?' as connection parameters.
+		return nil, fmt.Errorf("open database %s: the path may not contain '?' or '#'", path)
+	}
+	if opt.Readers <= 0 {
+		opt.Readers = 4
+	}
+	ms := busyTimeout.Milliseconds()
+	writerDSN := path + "?" + url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", ms),
+			"journal_mode(WAL)",
+			"synchronous(FULL)",
+			"foreign_keys(ON)",
+		},
+		"_txlock": {"immediate"},
+	}.Encode()
+	readerDSN := path + "?" + url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", ms),
+			"foreign_keys(ON)",
+			"query_only(1)",
+		},
+	}.Encode()
+
+	w, err := sql.Open("sqlite", writerDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	d := &DB{path: path, writer: w}
+	if err := migrate(ctx, w, bindery.Schema, steps); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := d.prepare(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", readerDSN)
+	if err != nil {
+		d.stmts.close()
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opt.Readers)
+	r.SetMaxIdleConns(opt.Readers)
+	d.readers = r
+	if err := r.PingContext(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open database %s readers: %w", path, err)
+	}
+	return d, nil
+}
+
+// Path is the database file's path.
+func (d *DB) Path() string { return d.path }
+
+// Close runs PRAGMA optimize, then closes the readers and last the writer,
+// which checkpoints the WAL. Call it after every writer has stopped.
+func (d *DB) Close() error {
+	var errs []error
+	if _, err := d.writer.Exec("PRAGMA optimize"); err != nil {
+		errs = append(errs, fmt.Errorf("optimize: %w", err))
+	}
+	if d.readers != nil {
+		errs = append(errs, d.readers.Close())
+	}
+	d.stmts.close()
+	errs = append(errs, d.writer.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close database %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// Write runs fn in one IMMEDIATE transaction on the writer connection and
+// commits it (synchronous=FULL: on disk when Write returns nil). It is the
+// one way anything writes: callers are serialized by the single writer
+// connection. fn must use only tx; calling back into d from inside fn would
+// wait for the connection fn holds. A non-nil error from fn rolls back.
+//
+// The transaction runs to its end even if ctx is cancelled once it began
+// (fn receives a context without ctx's cancellation), so a shutdown never
+// leaves a batch half-applied; ctx still bounds the wait for the writer.
+func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	conn, err := d.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("writer: %w", err)
+	}
+	defer conn.Close()
+	txctx := context.WithoutCancel(ctx)
+	tx, err := conn.BeginTx(txctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(txctx, tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Reader is the read-only pool, for queries added next to the ones here.
+func (d *DB) Reader() *sql.DB { return d.readers }
+
+// SchemaVersion is the database's PRAGMA user_version.
+func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := d.readers.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }

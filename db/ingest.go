@@ -1,0 +1,383 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// BatchKind says what happened to a session file (the watcher's kinds).
+type BatchKind string
+
+const (
+	Found     BatchKind = "found"     // first read of a file
+	Grew      BatchKind = "grew"      // complete lines appended
+	Rewritten BatchKind = "rewritten" // the file changed before the cursor: Entries is the whole file
+	Removed   BatchKind = "removed"   // the file is gone
+)
+
+// FrontierType is the customType of pi-condense's frontier snapshots.
+const FrontierType = "context-prune-frontier"
+
+// Cursor is where reading a file stopped, saved with the rows it produced.
+type Cursor struct {
+	Path   string
+	Dev    uint64
+	Ino    uint64
+	Offset int64  // end of the last complete line ingested
+	Lines  int    // complete lines ingested (the header is line 1)
+	Check  []byte // the watcher's digest of the bytes before Offset
+}
+
+// Header is a session file's first line.
+type Header struct {
+	ID            string
+	Version       int
+	Cwd           string
+	Timestamp     string
+	ParentSession string
+}
+
+// Entry is what bindery keeps of one session line: where it is and the
+// fields it decides on. The line's text stays in the file.
+type Entry struct {
+	Line             int
+	Offset           int64
+	Length           int
+	Type             string
+	ID               string
+	ParentID         string
+	Timestamp        string
+	Role             string
+	Model            string
+	Provider         string
+	StopReason       string
+	Usage            Usage
+	Thinking         []Thinking
+	ToolCalls        int
+	UserText         bool
+	FirstKeptEntryID string
+	CustomType       string
+	// Data is kept only for a context-prune-frontier entry (verbatim).
+	Data json.RawMessage
+}
+
+// Usage is an assistant message's token counts; nil means pi did not write it.
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite, TotalTokens *int64
+	CostTotal                                         *float64
+}
+
+// Thinking is one thinking block of an assistant message.
+type Thinking struct {
+	Index     int
+	Redacted  bool
+	Signed    bool
+	SigDigest []byte // SHA-256 of the signature; nil when unsigned
+	Chars     int
+}
+
+// IngestError is a line that could not be used.
+type IngestError struct {
+	Line   int
+	Offset int64
+	Reason string
+}
+
+// Batch is one unit of ingest, applied in one transaction together with
+// its cursor. Path names the file (for Removed it is all that is needed).
+type Batch struct {
+	Kind    BatchKind
+	Path    string
+	Cursor  Cursor
+	Header  *Header
+	Entries []Entry
+	Errors  []IngestError
+}
+
+// Ingested says what one batch changed.
+type Ingested struct {
+	File      int64  // files.id
+	SessionID string // "" when the file has no header yet
+	Entries   int    // entry rows written
+	Events    []Event
+}
+
+// Ingest applies b and its cursor in one transaction: either all of it is
+// on disk when Ingest returns nil, or none of it.
+func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
+	var out Ingested
+	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = d.ingestTx(ctx, tx, b)
+		return err
+	})
+	if err != nil {
+		return Ingested{}, fmt.Errorf("ingest %s (%s): %w", b.Path, b.Kind, err)
+	}
+	return out, nil
+}
+
+// IngestAll applies several batches in one transaction (a group commit for
+// a cold start over many small files). All or none are committed.
+func (d *DB) IngestAll(ctx context.Context, bs []Batch) ([]Ingested, error) {
+	out := make([]Ingested, 0, len(bs))
+	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		for _, b := range bs {
+			r, err := d.ingestTx(ctx, tx, b)
+			if err != nil {
+				return fmt.Errorf("ingest %s (%s): %w", b.Path, b.Kind, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type liveFile struct {
+	id       int64
+	dev, ino uint64
+	session  string
+}
+
+func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error) {
+	if b.Path == "" {
+		return Ingested{}, errors.New("batch without a path")
+	}
+	var f liveFile
+	var session sql.NullString
+	var dev, ino int64 // SQLite integers are signed; the bits are kept
+	err := tx.StmtContext(ctx, d.stmts.liveFile).QueryRowContext(ctx, b.Path).Scan(&f.id, &dev, &ino, &session)
+	known := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Ingested{}, fmt.Errorf("look up file: %w", err)
+	}
+	f.dev, f.ino, f.session = uint64(dev), uint64(ino), session.String
+	now := nowMS()
+	out := Ingested{File: f.id, SessionID: f.session}
+
+	if b.Kind == Removed {
+		if !known {
+			return out, nil
+		}
+		if err := markRemoved(ctx, tx, f.id, now); err != nil {
+			return out, err
+		}
+		ev, err := d.sessionEvent(ctx, tx, now, b, f.session, 0)
+		if err != nil {
+			return out, err
+		}
+		out.Events = append(out.Events, ev)
+		return out, nil
+	}
+	switch b.Kind {
+	case Found, Grew, Rewritten:
+	default:
+		return out, fmt.Errorf("unknown batch kind %q", b.Kind)
+	}
+	c := b.Cursor
+	if known && (f.dev != c.Dev || f.ino != c.Ino) {
+		// Another file now has this path (deleted and recreated, or renamed
+		// into place): the old one is removed, keeping what it taught us.
+		if err := markRemoved(ctx, tx, f.id, now); err != nil {
+			return out, err
+		}
+		known = false
+	}
+	if known && b.Kind != Grew {
+		// Found again or rewritten: Entries is the whole file again.
+		if err := clearFile(ctx, tx, f.id); err != nil {
+			return out, err
+		}
+	}
+	if known {
+		_, err = tx.StmtContext(ctx, d.stmts.updateCursor).ExecContext(ctx,
+			c.Offset, c.Lines, c.Check, now, f.id)
+		if err != nil {
+			return out, fmt.Errorf("save cursor: %w", err)
+		}
+	} else {
+		err = tx.StmtContext(ctx, d.stmts.insertFile).QueryRowContext(ctx,
+			b.Path, int64(c.Dev), int64(c.Ino), c.Offset, c.Lines, c.Check, now).Scan(&f.id)
+		if err != nil {
+			return out, fmt.Errorf("save cursor: %w", err)
+		}
+		f.session = ""
+	}
+	out.File = f.id
+
+	if h := b.Header; h != nil {
+		last := h.Timestamp
+		_, err = tx.StmtContext(ctx, d.stmts.upsertSession).ExecContext(ctx,
+			f.id, h.ID, h.Cwd, h.Version, nullString(h.ParentSession), nullString(h.Timestamp), nullString(last))
+		if err != nil {
+			return out, fmt.Errorf("save header: %w", err)
+		}
+		f.session = h.ID
+	}
+	out.SessionID = f.session
+
+	thinking := 0
+	insEntry := tx.StmtContext(ctx, d.stmts.insertEntry)
+	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
+	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		u := e.Usage
+		var seq int64
+		err := insEntry.QueryRowContext(ctx,
+			f.id, e.ID, nullString(e.ParentID), e.Type, e.Line, e.Offset, e.Length,
+			nullString(e.Timestamp), nullString(e.Role), nullString(e.Model), nullString(e.Provider),
+			nullString(e.StopReason), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.TotalTokens,
+			u.CostTotal, e.ToolCalls, e.UserText, nullString(e.FirstKeptEntryID), nullString(e.CustomType),
+		).Scan(&seq)
+		if err != nil {
+			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
+		}
+		for _, t := range e.Thinking {
+			var dig any
+			if len(t.SigDigest) > 0 {
+				dig = t.SigDigest
+			}
+			if _, err := insThinking.ExecContext(ctx, seq, t.Index, f.id, t.Redacted, t.Signed, dig, t.Chars); err != nil {
+				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
+			}
+			thinking++
+		}
+		if e.CustomType == FrontierType && len(e.Data) > 0 {
+			if _, err := insFrontier.ExecContext(ctx, seq, f.id, string(e.Data)); err != nil {
+				return out, fmt.Errorf("line %d: save frontier: %w", e.Line, err)
+			}
+		}
+	}
+	out.Entries = len(b.Entries)
+	if n := len(b.Entries); n > 0 {
+		last := b.Entries[n-1]
+		_, err := tx.StmtContext(ctx, d.stmts.advanceSession).ExecContext(ctx,
+			n, thinking, last.ID, nullString(last.Timestamp), f.id)
+		if err != nil {
+			return out, fmt.Errorf("update session: %w", err)
+		}
+	}
+	for i, ie := range b.Errors {
+		if _, err := tx.StmtContext(ctx, d.stmts.insertError).ExecContext(ctx, f.id, ie.Line, ie.Offset, ie.Reason, now); err != nil {
+			return out, fmt.Errorf("save ingest error: %w", err)
+		}
+		// One event per bad line, but a file of garbage must not flood
+		// the log: past maxErrorEvents the rest are only counted.
+		if i < maxErrorEvents {
+			fields := map[string]any{"file": b.Path, "line": ie.Line, "offset": ie.Offset, "reason": ie.Reason}
+			if i == maxErrorEvents-1 && len(b.Errors) > maxErrorEvents {
+				fields["more"] = len(b.Errors) - maxErrorEvents
+			}
+			ev, err := AppendEvent(ctx, tx, EventIngestError, f.session, fields)
+			if err != nil {
+				return out, err
+			}
+			out.Events = append(out.Events, ev)
+		}
+	}
+	ev, err := d.sessionEvent(ctx, tx, now, b, f.session, len(b.Entries))
+	if err != nil {
+		return out, err
+	}
+	out.Events = append(out.Events, ev)
+	return out, nil
+}
+
+// maxErrorEvents bounds the ingest-error events one batch writes.
+const maxErrorEvents = 20
+
+func (d *DB) sessionEvent(ctx context.Context, tx *sql.Tx, now int64, b Batch, session string, entries int) (Event, error) {
+	fields := map[string]any{"change": string(b.Kind), "file": b.Path}
+	if b.Kind != Removed {
+		fields["entries"] = entries
+		fields["offset"] = b.Cursor.Offset
+	}
+	return AppendEvent(ctx, tx, EventSession, session, fields)
+}
+
+// markRemoved marks a file and its session removed. Entries, thinking
+// blocks and frontier rows stay: a fork of the session may replay them.
+func markRemoved(ctx context.Context, tx *sql.Tx, file, now int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE files SET removed = 1, updated_ms = ? WHERE id = ?`, now, file); err != nil {
+		return fmt.Errorf("mark file removed: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET removed = 1 WHERE file = ?`, file); err != nil {
+		return fmt.Errorf("mark session removed: %w", err)
+	}
+	return nil
+}
+
+// clearFile deletes what was ingested from a file (its rows are about to be
+// read again from line 1). The session row stays, with zeroed counters.
+func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
+	for _, q := range []string{
+		`DELETE FROM thinking WHERE file = ?`,
+		`DELETE FROM frontier WHERE file = ?`,
+		`DELETE FROM entries WHERE file = ?`,
+		`DELETE FROM ingest_errors WHERE file = ?`,
+		`UPDATE sessions SET entries = 0, thinking = 0, leaf = NULL, last_activity = header_time WHERE file = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, file); err != nil {
+			return fmt.Errorf("clear file rows: %w", err)
+		}
+	}
+	return nil
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// writerStmts are the hot statements, prepared once on the writer.
+type writerStmts struct {
+	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
+	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
+}
+
+func (d *DB) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		s   **sql.Stmt
+		sql string
+	}{
+		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
+		{&d.stmts.insertFile, `INSERT INTO files (path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
+		{&d.stmts.updateCursor, `UPDATE files SET offset = ?, lines = ?, check_digest = ?, updated_ms = ? WHERE id = ?`},
+		{&d.stmts.upsertSession, `INSERT INTO sessions (file, id, cwd, version, parent_session, header_time, last_activity) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (file) DO UPDATE SET id = excluded.id, cwd = excluded.cwd, version = excluded.version,
+			parent_session = excluded.parent_session, header_time = excluded.header_time,
+			last_activity = coalesce(sessions.last_activity, excluded.last_activity), removed = 0`},
+		{&d.stmts.advanceSession, `UPDATE sessions SET entries = entries + ?, thinking = thinking + ?, leaf = ?,
+			last_activity = coalesce(?, last_activity) WHERE file = ?`},
+		{&d.stmts.insertEntry, `INSERT INTO entries (file, id, parent_id, type, line, offset, length, timestamp, role, model, provider,
+			stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
+			tool_calls, user_text, first_kept_entry_id, custom_type)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`},
+		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
+		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
+	} {
+		s, err := d.writer.PrepareContext(ctx, p.sql)
+		if err != nil {
+			d.stmts.close()
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.s = s
+	}
+	return nil
+}
+
+func (s *writerStmts) close() {
+	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}

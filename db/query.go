@@ -1,0 +1,281 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Session is one session file as the index knows it.
+type Session struct {
+	File          int64 // files.id
+	ID            string
+	Path          string
+	Cwd           string
+	Version       int
+	ParentSession string
+	HeaderTime    string
+	Removed       bool
+	Entries       int
+	Thinking      int
+	Leaf          string // pi's current leaf: the last entry in file order
+	LastActivity  string
+	Offset        int64 // bytes of the file ingested
+}
+
+const sessionColumns = `s.file, s.id, f.path, s.cwd, s.version, coalesce(s.parent_session, ''), coalesce(s.header_time, ''),
+	s.removed, s.entries, s.thinking, coalesce(s.leaf, ''), coalesce(s.last_activity, ''), f.offset`
+
+func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
+	var s Session
+	err := sc.Scan(&s.File, &s.ID, &s.Path, &s.Cwd, &s.Version, &s.ParentSession, &s.HeaderTime,
+		&s.Removed, &s.Entries, &s.Thinking, &s.Leaf, &s.LastActivity, &s.Offset)
+	return s, err
+}
+
+// Sessions lists every session, most recently active first. Removed ones
+// are included only when withRemoved is set.
+func (d *DB) Sessions(ctx context.Context, withRemoved bool) ([]Session, error) {
+	q := `SELECT ` + sessionColumns + ` FROM sessions s JOIN files f ON f.id = s.file`
+	if !withRemoved {
+		q += ` WHERE s.removed = 0`
+	}
+	q += ` ORDER BY s.last_activity DESC, s.file DESC`
+	rows, err := d.readers.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// Session finds a session by pi's id. Should two files carry the same id
+// (a copied file), the live one most recently active wins.
+func (d *DB) Session(ctx context.Context, id string) (Session, error) {
+	row := d.readers.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? ORDER BY s.removed, s.last_activity DESC, s.file DESC LIMIT 1`, id)
+	s, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("session %q: %w", id, err)
+	}
+	return s, nil
+}
+
+// Cursors returns the saved cursor of every live file: what the watcher
+// resumes from.
+func (d *DB) Cursors(ctx context.Context) ([]Cursor, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT path, dev, ino, offset, lines, check_digest FROM files WHERE removed = 0 ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("cursors: %w", err)
+	}
+	defer rows.Close()
+	var out []Cursor
+	for rows.Next() {
+		var c Cursor
+		var dev, ino int64
+		if err := rows.Scan(&c.Path, &dev, &ino, &c.Offset, &c.Lines, &c.Check); err != nil {
+			return nil, fmt.Errorf("cursors: %w", err)
+		}
+		c.Dev, c.Ino = uint64(dev), uint64(ino)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cursors: %w", err)
+	}
+	return out, nil
+}
+
+// Stats are whole-database counts for the health endpoint.
+type Stats struct {
+	Files, Sessions, RemovedSessions int
+	Entries, ThinkingBlocks          int64
+	IngestErrors                     int64
+	IngestedBytes                    int64 // sum of the live files' offsets
+	LastEvent                        int64 // newest event seq
+}
+
+// Stats counts what the index holds.
+func (d *DB) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	err := d.readers.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM files WHERE removed = 0),
+		(SELECT count(*) FROM sessions WHERE removed = 0),
+		(SELECT count(*) FROM sessions WHERE removed = 1),
+		(SELECT coalesce(sum(entries), 0) FROM sessions),
+		(SELECT coalesce(sum(thinking), 0) FROM sessions),
+		(SELECT count(*) FROM ingest_errors),
+		(SELECT coalesce(sum(offset), 0) FROM files WHERE removed = 0),
+		(SELECT coalesce(max(seq), 0) FROM events)`).Scan(
+		&s.Files, &s.Sessions, &s.RemovedSessions, &s.Entries, &s.ThinkingBlocks, &s.IngestErrors, &s.IngestedBytes, &s.LastEvent)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	return s, nil
+}
+
+// Branch is one leaf of a session's tree and the path that ends in it.
+type Branch struct {
+	Leaf      string // id of the leaf entry
+	Seq       int64  // the leaf's ingest seq
+	Depth     int    // entries on the path root..leaf
+	Timestamp string // the leaf's timestamp
+	Current   bool   // the leaf is pi's current leaf (last in file order)
+	// Frontier is pi-condense's context-prune-frontier in force on this
+	// branch: the last one on the path, or nil.
+	Frontier *FrontierEntry
+}
+
+// FrontierEntry is one context-prune-frontier snapshot.
+type FrontierEntry struct {
+	Entry     string // entry id
+	Seq       int64
+	Timestamp string
+	Data      json.RawMessage // pi-condense's PruneFrontier, verbatim
+}
+
+// Tree is a session's tree, derived from the stored entries.
+type Tree struct {
+	nodes    []treeNode
+	byID     map[string]int // last entry with each id (pi's byId map)
+	hasChild []bool
+	frontier map[int]*FrontierEntry
+}
+
+type treeNode struct {
+	seq       int64
+	id        string
+	parent    string
+	timestamp string
+}
+
+// Tree loads the tree of one file's entries: (seq, id, parent) of each plus
+// the frontier snapshots. Memory is proportional to the one session.
+func (d *DB) Tree(ctx context.Context, file int64) (*Tree, error) {
+	rows, err := d.readers.QueryContext(ctx,
+		`SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '') FROM entries WHERE file = ? ORDER BY seq`, file)
+	if err != nil {
+		return nil, fmt.Errorf("tree of file %d: %w", file, err)
+	}
+	defer rows.Close()
+	t := &Tree{byID: map[string]int{}, frontier: map[int]*FrontierEntry{}}
+	for rows.Next() {
+		var n treeNode
+		if err := rows.Scan(&n.seq, &n.id, &n.parent, &n.timestamp); err != nil {
+			return nil, fmt.Errorf("tree of file %d: %w", file, err)
+		}
+		t.byID[n.id] = len(t.nodes)
+		t.nodes = append(t.nodes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("tree of file %d: %w", file, err)
+	}
+	rows.Close()
+	t.hasChild = make([]bool, len(t.nodes))
+	for _, n := range t.nodes {
+		if p, ok := t.byID[n.parent]; ok && n.parent != n.id {
+			t.hasChild[p] = true
+		}
+	}
+	bySeq := make(map[int64]int, len(t.nodes))
+	for i, n := range t.nodes {
+		bySeq[n.seq] = i
+	}
+	frows, err := d.readers.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ?`, file)
+	if err != nil {
+		return nil, fmt.Errorf("frontier of file %d: %w", file, err)
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var seq int64
+		var data string
+		if err := frows.Scan(&seq, &data); err != nil {
+			return nil, fmt.Errorf("frontier of file %d: %w", file, err)
+		}
+		if i, ok := bySeq[seq]; ok {
+			n := t.nodes[i]
+			t.frontier[i] = &FrontierEntry{Entry: n.id, Seq: n.seq, Timestamp: n.timestamp, Data: json.RawMessage(data)}
+		}
+	}
+	if err := frows.Err(); err != nil {
+		return nil, fmt.Errorf("frontier of file %d: %w", file, err)
+	}
+	return t, nil
+}
+
+// Len is the number of entries.
+func (t *Tree) Len() int { return len(t.nodes) }
+
+// walk calls fn for each node from i up to its root (pi's rule: a root's
+// parent is empty, itself, or missing). A parent cycle in a corrupt file
+// ends the walk instead of looping.
+func (t *Tree) walk(i int, fn func(int) bool) {
+	for steps := 0; steps <= len(t.nodes); steps++ {
+		if !fn(i) {
+			return
+		}
+		n := t.nodes[i]
+		p, ok := t.byID[n.parent]
+		if !ok || n.parent == n.id {
+			return
+		}
+		i = p
+	}
+}
+
+// Branches lists the leaves (entries without children) in file order,
+// each with its depth and the pi-condense frontier in force on it.
+func (t *Tree) Branches() []Branch {
+	var out []Branch
+	last := len(t.nodes) - 1
+	for i, n := range t.nodes {
+		if t.hasChild[i] {
+			continue
+		}
+		if j := t.byID[n.id]; j != i {
+			continue // a duplicate id: pi's byId keeps the later entry
+		}
+		b := Branch{Leaf: n.id, Seq: n.seq, Timestamp: n.timestamp, Current: i == last}
+		t.walk(i, func(k int) bool {
+			b.Depth++
+			if b.Frontier == nil {
+				b.Frontier = t.frontier[k]
+			}
+			return true
+		})
+		out = append(out, b)
+	}
+	return out
+}
+
+// Path returns the ids from the root to the entry id, or ErrNotFound.
+func (t *Tree) Path(id string) ([]string, error) {
+	i, ok := t.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("entry %q: %w", id, ErrNotFound)
+	}
+	var rev []string
+	t.walk(i, func(k int) bool { rev = append(rev, t.nodes[k].id); return true })
+	for l, r := 0, len(rev)-1; l < r; l, r = l+1, r-1 {
+		rev[l], rev[r] = rev[r], rev[l]
+	}
+	return rev, nil
+}
