@@ -1,0 +1,435 @@
+package binding
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+)
+
+// Parser parses Messages request bodies, reusing its scratch buffers from one
+// call to the next. The zero value is ready to use. A Parser is not safe for
+// concurrent use; the Requests it returns share nothing with it.
+type Parser struct {
+	c       canon
+	scratch []byte
+	blocks  []Block // the current request's blocks (owned by the Request)
+	bstart  []int   // per message: index of its first block in blocks, or -1
+	msgs    []Message
+
+	// trace, when set (tests only), sees every framed canonical form:
+	// kind and the canonical bytes (without the header).
+	trace func(kind byte, canon []byte)
+}
+
+// ParseRequest parses an Anthropic Messages request body in one pass and
+// computes its canonical digests (see Parser.Parse).
+func ParseRequest(body []byte) (*Request, error) {
+	var p Parser
+	return p.Parse(body)
+}
+
+// Parse parses an Anthropic Messages request body in one pass over its bytes
+// and computes the seed, every message frame, every block digest and the
+// message chain.
+//
+// The body must be valid JSON (as json.Valid judges it, including its
+// nesting limit) with no object anywhere holding two members whose keys
+// decode to the same string (the provider refuses those; the error wraps
+// ErrDuplicateKey), and its top-level value must be an object. A valid object
+// without a "messages" array parses with Bound false and a nil error. Spans
+// are byte offsets into body.
+//
+// Block.Tokens is an estimate for reports only: the block's bytes in the body
+// divided by 4, rounded up.
+func (p *Parser) Parse(body []byte) (*Request, error) {
+	c := &p.c
+	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
+	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
+	r := &Request{}
+	c.ws()
+	if c.pos >= len(body) {
+		return nil, c.unexpected()
+	}
+	if body[c.pos] != '{' {
+		return nil, c.fail(c.pos, "request body is not a JSON object")
+	}
+	var sys, tools Digest
+	var hasSys, hasTools bool
+	objStart := c.pos
+	c.depth = 1
+	c.pos++
+	c.ws()
+	if c.pos < len(body) && body[c.pos] == '}' {
+		c.pos++
+	} else {
+		for {
+			c.ws()
+			if c.pos >= len(body) || body[c.pos] != '"' {
+				return nil, c.unexpected()
+			}
+			seg0 := len(c.out)
+			kraw := c.pos
+			esc, err := c.str()
+			if err != nil {
+				return nil, err
+			}
+			m := member{seg0: seg0, keyEnc: len(c.out) - seg0}
+			if esc {
+				m.k0 = len(c.kbuf)
+				c.kbuf = decodeString(c.kbuf, body[kraw:c.pos])
+				m.k1 = len(c.kbuf)
+			} else {
+				m.k0, m.k1, m.kIn = kraw+1, c.pos-1, true
+			}
+			m.seg1 = len(c.out)
+			c.mem = append(c.mem, m)
+			c.ws()
+			if c.pos >= len(body) || body[c.pos] != ':' {
+				return nil, c.unexpected()
+			}
+			c.pos++
+			c.ws()
+			mark := len(c.out)
+			vstart := c.pos
+			isArr := c.pos < len(body) && body[c.pos] == '['
+			switch key := c.key(&m); {
+			case string(key) == "messages" && isArr:
+				r.Bound = true
+				if err := p.messages(); err != nil {
+					return nil, err
+				}
+			case string(key) == "system":
+				hdr := c.reserveHeader()
+				if isArr {
+					err = c.markedArray(modeMarked)
+				} else {
+					err = c.value()
+				}
+				if err != nil {
+					return nil, err
+				}
+				sys, hasSys = p.digest(hdr, kindSystem), true
+			case string(key) == "tools":
+				hdr := c.reserveHeader()
+				if isArr {
+					err = c.markedArray(modeTool)
+				} else {
+					err = c.value()
+				}
+				if err != nil {
+					return nil, err
+				}
+				tools, hasTools = p.digest(hdr, kindTools), true
+			default:
+				if err := c.value(); err != nil {
+					return nil, err
+				}
+				if string(key) == "model" && body[vstart] == '"' {
+					r.Model = string(p.decoded(Span{vstart, c.pos}))
+				}
+			}
+			c.out = c.out[:mark]
+			c.ws()
+			if c.pos >= len(body) {
+				return nil, c.unexpected()
+			}
+			if body[c.pos] == ',' {
+				c.pos++
+				continue
+			}
+			if body[c.pos] != '}' {
+				return nil, c.unexpected()
+			}
+			c.pos++
+			break
+		}
+		if err := c.sortMembers(0, -1, objStart); err != nil {
+			return nil, err
+		}
+	}
+	c.ws()
+	if c.pos != len(body) {
+		return nil, c.unexpected()
+	}
+	r.Seed = seedDigest(hasSys, sys, hasTools, tools)
+	if !r.Bound {
+		return r, nil
+	}
+	r.Messages = p.msgs
+	e := len(p.blocks)
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if s := p.bstart[i]; s >= 0 {
+			r.Messages[i].Blocks = p.blocks[s:e:e]
+			e = s
+		}
+	}
+	h := ChainStart()
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		h = m.StepFrom(h, func(j int, before Digest) { m.Blocks[j].Chain = before })
+		m.End = h
+	}
+	p.blocks, p.msgs = nil, nil
+	return r, nil
+}
+
+// seedDigest frames system and tools (each present or absent) into one
+// digest: an absent system and an empty-string system differ, as do absent
+// tools and an empty tools array (conservative: a host that flips between
+// them costs a strip, never a refusal).
+func seedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest) Digest {
+	var buf [4 + 1 + 1 + 32 + 1 + 32]byte
+	binary.BigEndian.PutUint32(buf[0:4], FramingVersion)
+	buf[4] = kindSeed
+	if hasSys {
+		buf[5] = 1
+		copy(buf[6:38], sys[:])
+	}
+	if hasTools {
+		buf[38] = 1
+		copy(buf[39:71], tools[:])
+	}
+	return sha256.Sum256(buf[:])
+}
+
+// digest frames out[hdr:] and shows it to the trace hook.
+func (p *Parser) digest(hdr int, kind byte) Digest {
+	if p.trace != nil {
+		p.trace(kind, p.c.out[hdr+frameHeaderLen:])
+	}
+	return p.c.frameDigest(hdr, kind)
+}
+
+// decoded returns the decoded value of the string literal at s (valid,
+// quotes included), in the input when it has no escapes, else in scratch.
+func (p *Parser) decoded(s Span) []byte {
+	raw := p.c.in[s.Start:s.End]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	p.scratch = decodeString(p.scratch[:0], raw)
+	return p.scratch
+}
+
+// markedArray canonicalizes a system or tools array: object elements in the
+// given mode (top-level cache_control is a marker); deferred tools left out.
+func (c *canon) markedArray(mode objMode) error {
+	c.depth++
+	if c.depth > maxDepth {
+		return c.fail(c.pos, "exceeded max depth")
+	}
+	c.pos++
+	c.out = append(c.out, '[')
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		c.depth--
+		return nil
+	}
+	n := 0
+	for {
+		c.ws()
+		mark := len(c.out)
+		if n > 0 {
+			c.out = append(c.out, ',')
+		}
+		var w watch
+		var err error
+		if c.pos < len(c.in) && c.in[c.pos] == '{' {
+			err = c.object(mode, &w)
+		} else {
+			err = c.value()
+		}
+		if err != nil {
+			return err
+		}
+		if w.deferred {
+			// A deferred tool is not part of the prefix until a
+			// tool_addition in a message references it.
+			c.out = c.out[:mark]
+		} else {
+			n++
+		}
+		c.ws()
+		if c.pos >= len(c.in) {
+			return c.unexpected()
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			continue
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			c.depth--
+			return nil
+		}
+		return c.unexpected()
+	}
+}
+
+// messages parses the messages array at c.pos.
+func (p *Parser) messages() error {
+	c := &p.c
+	c.depth++
+	if c.depth > maxDepth {
+		return c.fail(c.pos, "exceeded max depth")
+	}
+	c.pos++
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.depth--
+		p.msgs = []Message{}
+		return nil
+	}
+	if p.msgs == nil {
+		p.msgs = make([]Message, 0, 16)
+		p.blocks = make([]Block, 0, 16+len(c.in)/512)
+	}
+	for {
+		c.ws()
+		m, err := p.message()
+		if err != nil {
+			return err
+		}
+		p.msgs = append(p.msgs, m)
+		c.ws()
+		if c.pos >= len(c.in) {
+			return c.unexpected()
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			continue
+		case ']':
+			c.pos++
+			c.depth--
+			return nil
+		}
+		return c.unexpected()
+	}
+}
+
+// message parses one element of the messages array at c.pos: its frame (the
+// message with a content array replaced by []) and its blocks.
+func (p *Parser) message() (Message, error) {
+	c := &p.c
+	start := c.pos
+	hdr := c.reserveHeader()
+	var m Message
+	p.bstart = append(p.bstart, -1)
+	mi := len(p.bstart) - 1
+	if c.pos < len(c.in) && c.in[c.pos] == '{' {
+		w := watch{onContent: func() error {
+			p.bstart[mi] = len(p.blocks)
+			return p.content()
+		}}
+		if err := c.object(modeMessage, &w); err != nil {
+			return m, err
+		}
+		if isString(c.in, w.role) {
+			m.Role = internRole(p.decoded(w.role))
+		}
+	} else if err := c.value(); err != nil {
+		return m, err
+	}
+	m.Span = Span{start, c.pos}
+	m.Frame = p.digest(hdr, kindMessage)
+	c.out = c.out[:hdr]
+	return m, nil
+}
+
+func internRole(b []byte) string {
+	switch string(b) {
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "system":
+		return "system"
+	}
+	return string(b)
+}
+
+// content parses a message's content array at c.pos, block by block. Each
+// block's canonical bytes are written above the message's, digested, and
+// truncated away.
+func (p *Parser) content() error {
+	c := &p.c
+	c.depth++
+	if c.depth > maxDepth {
+		return c.fail(c.pos, "exceeded max depth")
+	}
+	c.pos++
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.depth--
+		return nil
+	}
+	for {
+		c.ws()
+		start := c.pos
+		hdr := c.reserveHeader()
+		var w watch
+		var err error
+		if c.pos < len(c.in) && c.in[c.pos] == '{' {
+			err = c.object(modeBlock, &w)
+		} else {
+			err = c.value()
+		}
+		if err != nil {
+			return err
+		}
+		b := Block{Span: Span{start, c.pos}, Tokens: (c.pos - start + 3) / 4}
+		if isString(c.in, w.typ) {
+			switch string(p.decoded(w.typ)) {
+			case "thinking":
+				b.Kind = KindThinking
+			case "redacted_thinking":
+				b.Kind = KindRedacted
+			case "compaction":
+				b.Kind = KindCompaction
+			}
+		}
+		switch b.Kind {
+		case KindThinking:
+			b.Key, b.Signed = p.blockKey(w.sig)
+		case KindRedacted:
+			b.Key, b.Signed = p.blockKey(w.data)
+		default:
+			b.Digest = p.digest(hdr, kindBlock)
+		}
+		c.out = c.out[:hdr]
+		p.blocks = append(p.blocks, b)
+		c.ws()
+		if c.pos >= len(c.in) {
+			return c.unexpected()
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			continue
+		case ']':
+			c.pos++
+			c.depth--
+			return nil
+		}
+		return c.unexpected()
+	}
+}
+
+// blockKey is the SHA-256 of the decoded signature (thinking) or data
+// (redacted_thinking); zero, unsigned, when absent, empty or not a string.
+func (p *Parser) blockKey(s Span) (Digest, bool) {
+	if !isString(p.c.in, s) {
+		return Digest{}, false
+	}
+	v := p.decoded(s)
+	if len(v) == 0 {
+		return Digest{}, false
+	}
+	return sha256.Sum256(v), true
+}
