@@ -1,0 +1,62 @@
+// Package report computes what thinking and prompt caching cost, per pi
+// session and over the watched archive (design/economics.md). It is pure:
+// it reads the entries and compile events it is given, does no I/O and
+// reads no clock. The daemon feeds it; db caches its per-session
+// summaries.
+//
+// # Which entries
+//
+// A session is analysed on its current branch: the path from the current
+// leaf (the last entry in file order, the leaf pi picks when it loads the
+// file) up its parentId links to the root. Assistant messages on abandoned
+// branches are counted (Requests.OffBranch) and otherwise ignored. Every
+// assistant message on the branch is one request. Replies with stopReason
+// "error" or "aborted" are counted apart (Figures.Apart): they were billed,
+// but pi never resends them, so they are not turns, carry no thinking into
+// later prompts and take part in no cycle figure.
+//
+// # Cycles and thinking
+//
+// A thinking cycle runs from a user message holding any non-tool-result
+// content (watcher.Entry.UserText, or a branch summary) to the next. Its
+// length is its completed assistant turns; cycles without one are not
+// counted. Rewrites a pruner makes at request time are not in the file and
+// are not seen. Thinking tokens are estimated as ceil(chars/4) per block.
+// For each request the report estimates the thinking its prompt carried:
+// the open cycle's thinking is billed on every model; closed cycles'
+// thinking is dropped for free by last-turn-only models (Sonnet 4.5 and
+// earlier, Haiku 4.5 and earlier, Opus 4.1 and earlier) and billed by
+// keep-all models and by models of unknown regime
+// (research/preserved-thinking.md section 4). A compaction entry drops the
+// thinking before its firstKeptEntryId from later prompts.
+//
+// # Cache breaks
+//
+// Over the branch's requests that carry input, cacheRead and cacheWrite
+// and a non-empty prompt (prompt = input + cacheRead + cacheWrite), in
+// order, request i is a cache break when its cacheRead is below the
+// previous such request's and its prompt is larger. The tokens rewritten
+// are min(cacheWrite_i, cacheRead_prev + cacheWrite_prev - cacheRead_i):
+// what the previous request left in the cache and this one wrote again.
+// The break's cost is those tokens at the request's cache-write price, its
+// excess that cost minus reading them. The cause is "strip" when bindery's
+// compile for that request reported the change as its own strip, "host"
+// when it saw the host change the prefix, else "idle" when more than
+// IdleGap passed since the previous request, else "unknown".
+//
+// # Prices
+//
+// A request is priced from pi's usage.cost when it has input, output,
+// cacheRead and cacheWrite parts, else from the price table (Prices: cited
+// rows only, overridable by a JSON file), else from cost.total alone, else
+// not at all: its tokens are counted, its price is reported unknown.
+//
+// # Incremental reports
+//
+// Analyze is the only step that reads a session's entries; its Summary is
+// mergeable (sums and exact histograms; cycle lengths are kept as an exact
+// histogram, so archive medians and p90 are exact). A caller caches each
+// Summary under Stamp (ingest progress, compile events, price table,
+// format version) and recomputes only sessions whose stamp changed;
+// ArchiveReport then merges summaries without touching entries.
+package report

@@ -1,0 +1,626 @@
+package report
+
+import (
+	"sort"
+	"time"
+
+	"github.com/my-pi/bindery/watcher"
+)
+
+// IdleGap is the pause after which a break with no other known cause is
+// put down to the cache expiring: pi writes with the default 5-minute TTL,
+// measured from the start of the last request that read or wrote the entry.
+// Entry timestamps are pi's write times, so this is a hint, not proof.
+const IdleGap = 5 * time.Minute
+
+// CompileEvent is what bindery recorded about one compile of a session's
+// request: its strips and what it saw change in the cache prefix. The
+// binding pass produces it (issue 4); the report only reads it.
+type CompileEvent struct {
+	Seq int64 `json:"seq"`
+	// EntryID is the id of the assistant entry that answered this compile
+	// (known once the reply is accepted and ingested); "" when unlinked.
+	// Unlinked compiles count in the totals but explain no break.
+	EntryID string  `json:"entryId,omitempty"`
+	Strips  []Strip `json:"strips,omitempty"`
+	// CacheCause is the compile's cache.cause (api.md): "host" when the
+	// request first differed from the branch's last accepted one where the
+	// host changed it, "strip" where bindery's strip did, "none" or "".
+	CacheCause string `json:"cacheCause,omitempty"`
+}
+
+// Strip is one stripped thinking block.
+type Strip struct {
+	Reason string `json:"reason"` // binding.md's reason: released, no-stamp, prefix-changed, gap, ...
+	Tokens int64  `json:"tokens"` // estimated size of the block
+	// WouldRefuse is true when the provider would have refused the request
+	// had the block been sent (a 400 avoided).
+	WouldRefuse bool `json:"wouldRefuse,omitempty"`
+}
+
+// SessionInput is everything the report knows about one session.
+type SessionInput struct {
+	Session  string          // pi session id
+	Entries  []watcher.Entry // every ingested entry, in file order
+	Compiles []CompileEvent  // bindery's compiles for the session, any order
+}
+
+// Request is one assistant message on the branch: one API request.
+type Request struct {
+	N          int    `json:"n"` // 1-based position among the branch's requests
+	EntryID    string `json:"entryId"`
+	Line       int    `json:"line"`
+	Timestamp  string `json:"timestamp,omitempty"`
+	Model      string `json:"model,omitempty"`
+	StopReason string `json:"stopReason,omitempty"`
+	// Apart is true for errored and aborted replies.
+	Apart bool `json:"apart,omitempty"`
+	// Usage; UsageKnown is false when input, cacheRead or cacheWrite is missing.
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	UsageKnown bool  `json:"usageKnown"`
+	Prompt     int64 `json:"prompt"` // input + cacheRead + cacheWrite
+	// Cycle is the 1-based thinking cycle; Turn the turn within it (0 for
+	// errored and aborted replies, which are not turns).
+	Cycle int `json:"cycle"`
+	Turn  int `json:"turn"`
+	// ThinkingBilled estimates the thinking tokens in this prompt that the
+	// model's regime bills; ThinkingFree those it drops for free.
+	ThinkingBilled int64  `json:"thinkingBilled"`
+	ThinkingFree   int64  `json:"thinkingFree"`
+	Regime         Regime `json:"regime"`
+	// Cost in USD and where it came from ("pi", "table", "pi-total");
+	// nil/"" when unknown.
+	Cost       *float64 `json:"cost"`
+	CostSource string   `json:"costSource,omitempty"`
+	// Strips bindery made in this request's compile, and their tokens.
+	Strips         int   `json:"strips"`
+	StrippedTokens int64 `json:"strippedTokens"`
+	Break          bool  `json:"break"`
+}
+
+// Break is a request whose cacheRead fell while its prompt grew.
+type Break struct {
+	Session   string `json:"session"`
+	Request   int    `json:"request"` // Request.N
+	EntryID   string `json:"entryId"`
+	Line      int    `json:"line"`
+	Timestamp string `json:"timestamp,omitempty"`
+	Cycle     int    `json:"cycle"`
+	Turn      int    `json:"turn"`
+	Model     string `json:"model,omitempty"`
+	// ReadBefore/ReadAfter are the cacheRead of the previous request and
+	// of this one; Rewritten the tokens written again.
+	ReadBefore int64 `json:"readBefore"`
+	ReadAfter  int64 `json:"readAfter"`
+	Rewritten  int64 `json:"rewritten"`
+	// Cost is Rewritten at the write price; Excess is Cost minus what
+	// reading the same tokens would have cost. nil when unpriced.
+	Cost   *float64 `json:"cost"`
+	Excess *float64 `json:"excess"`
+	Cause  string   `json:"cause"`
+}
+
+// Summary is what the report keeps of a session between runs: mergeable
+// figures and the session's breaks. It is what the per-session cache
+// holds.
+type Summary struct {
+	Version int     `json:"version"` // FormatVersion
+	Session string  `json:"session"`
+	Model   string  `json:"model,omitempty"` // model of the last request
+	First   string  `json:"first,omitempty"` // timestamp of the first request
+	Last    string  `json:"last,omitempty"`  // timestamp of the last request
+	Figures Figures `json:"figures"`
+	Breaks  []Break `json:"breaks"`
+}
+
+// Session is a Summary with the per-request rows behind it (for one
+// session's report and its chart).
+type Session struct {
+	Summary  Summary   `json:"summary"`
+	Requests []Request `json:"requests"`
+}
+
+// Branch returns the indices, root first, of the entries on the session's
+// current branch: the path from the current leaf (the last entry in file
+// order, as pi's loader picks it) up its parentId links to a root (an
+// entry whose parent is empty, itself, or not in the file). A file with no
+// parentId on any entry (pi v1, before the tree) is one linear branch.
+func Branch(entries []watcher.Entry) []int {
+	if len(entries) == 0 {
+		return nil
+	}
+	tree := false
+	byID := make(map[string]int, len(entries))
+	for i, e := range entries {
+		if e.ID != "" {
+			byID[e.ID] = i
+		}
+		if e.ParentID != "" {
+			tree = true
+		}
+	}
+	if !tree {
+		path := make([]int, len(entries))
+		for i := range path {
+			path[i] = i
+		}
+		return path
+	}
+	var path []int
+	seen := make(map[int]bool)
+	for i := len(entries) - 1; i >= 0 && !seen[i]; {
+		seen[i] = true
+		path = append(path, i)
+		p, ok := byID[entries[i].ParentID]
+		if entries[i].ParentID == "" || !ok || p == i {
+			break
+		}
+		i = p
+	}
+	for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+		path[l], path[r] = path[r], path[l]
+	}
+	return path
+}
+
+// closesCycle reports whether an entry is a user turn that closes a
+// thinking cycle: a message or custom_message with non-tool-result content
+// (the watcher's UserText), or a branch summary (sent as user text).
+func closesCycle(e *watcher.Entry) bool {
+	return e.UserText || e.Type == "branch_summary"
+}
+
+func isAssistant(e *watcher.Entry) bool {
+	return e.Type == "message" && e.Role == "assistant"
+}
+
+// estimateTokens is pi's estimate: a token per four characters.
+func estimateTokens(chars int) int64 { return int64((chars + 3) / 4) }
+
+type resident struct {
+	pos    int // index into the branch path
+	cycle  int
+	tokens int64
+}
+
+// Analyze computes one session's report from its entries and compile
+// events. It reads only its input.
+func Analyze(in SessionInput, prices *Prices) Session {
+	path := Branch(in.Entries)
+	compiles := make(map[string][]*CompileEvent)
+	var f Figures
+	f.Sessions = 1
+	for i := range in.Compiles {
+		c := &in.Compiles[i]
+		f.Bindery.Compiles++
+		rescued := false
+		for _, s := range c.Strips {
+			if f.Bindery.Strips == nil {
+				f.Bindery.Strips = map[string]int{}
+			}
+			f.Bindery.Strips[s.Reason]++
+			f.Bindery.StrippedTokens += s.Tokens
+			if s.WouldRefuse {
+				f.Bindery.RefusalsAvoided++
+				rescued = true
+			}
+		}
+		if rescued {
+			f.Bindery.RequestsRescued++
+		}
+		if c.EntryID != "" {
+			compiles[c.EntryID] = append(compiles[c.EntryID], c)
+		}
+	}
+
+	onBranch := 0
+	var (
+		reqs      []Request
+		costs     []*watcher.Cost // pi's usage.cost per request, for break prices
+		residents []resident
+		cycle     = 1 // cycle of the next assistant turn
+		turns     = 0 // completed turns in the current cycle
+		lengths   []int
+		volumes   []Volume // per cycle, index cycle-1
+		closedRes int64    // resident thinking of closed cycles (within the compaction window)
+		openRes   int64    // resident thinking of the current cycle
+		posOf     = make(map[string]int, len(path))
+		lastModel string
+	)
+	volumes = append(volumes, Volume{})
+	for pos, idx := range path {
+		e := &in.Entries[idx]
+		if e.ID != "" {
+			posOf[e.ID] = pos
+		}
+		switch {
+		case closesCycle(e):
+			lengths = append(lengths, turns)
+			cycle++
+			turns = 0
+			volumes = append(volumes, Volume{})
+			closedRes += openRes
+			openRes = 0
+		case e.Type == "compaction":
+			// The prompt now holds a summary and the entries from
+			// firstKeptEntryId on; thinking before it is gone.
+			keep, ok := posOf[e.FirstKeptEntryID]
+			if !ok {
+				keep = pos
+			}
+			closedRes, openRes = 0, 0
+			kept := residents[:0]
+			for _, r := range residents {
+				if r.pos < keep {
+					continue
+				}
+				kept = append(kept, r)
+				if r.cycle == cycle {
+					openRes += r.tokens
+				} else {
+					closedRes += r.tokens
+				}
+			}
+			residents = kept
+		case isAssistant(e):
+			onBranch++
+			r := request(e, prices)
+			r.N = len(reqs) + 1
+			r.Cycle = cycle
+			r.Regime = RegimeOf(e.Model)
+			if e.Model != "" {
+				lastModel = e.Model
+			}
+			for _, c := range compiles[e.ID] {
+				r.Strips += len(c.Strips)
+				for _, s := range c.Strips {
+					r.StrippedTokens += s.Tokens
+				}
+			}
+			f.Requests.Total++
+			if !r.UsageKnown {
+				f.Requests.UsageMissing++
+			}
+			if r.Apart {
+				if e.StopReason == "error" {
+					f.Requests.Errored++
+				} else {
+					f.Requests.Aborted++
+				}
+				a := &f.Apart
+				a.Requests++
+				a.Input += r.Input
+				a.Output += r.Output
+				a.Read += r.CacheRead
+				a.Write += r.CacheWrite
+				addSpend(&a.Spend, e, prices)
+				reqs = append(reqs, r)
+				costs = append(costs, costOf(e))
+				continue
+			}
+			turns++
+			r.Turn = turns
+			f.Requests.Turns++
+			if e.StopReason == "toolUse" {
+				f.Requests.ToolLoops++
+			}
+			// What this request's prompt carried of earlier thinking.
+			r.ThinkingBilled = openRes
+			if r.Regime == LastTurnOnly {
+				r.ThinkingFree = closedRes
+			} else {
+				r.ThinkingBilled += closedRes
+			}
+			t := &f.Thinking
+			t.Billed += r.ThinkingBilled
+			t.Free += r.ThinkingFree
+			t.PromptTokens += r.Prompt
+			switch r.Regime {
+			case LastTurnOnly:
+				t.LastTurnOnly++
+			case KeepAll:
+				t.KeepAll++
+			default:
+				t.Unknown++
+			}
+			f.Cache.Read += r.CacheRead
+			f.Cache.Write += r.CacheWrite
+			f.Cache.Input += r.Input
+			f.Cache.Output += r.Output
+			addSpend(&f.Spend, e, prices)
+
+			var made int64
+			v := &volumes[cycle-1]
+			for _, b := range e.Thinking {
+				tok := estimateTokens(b.Chars)
+				made += tok
+				v.Blocks++
+				v.Tokens += tok
+				if b.Redacted {
+					v.Redacted++
+				}
+			}
+			if made > 0 {
+				residents = append(residents, resident{pos: pos, cycle: cycle, tokens: made})
+				openRes += made
+			}
+			reqs = append(reqs, r)
+			costs = append(costs, costOf(e))
+		}
+	}
+	lengths = append(lengths, turns)
+
+	// Cycles: the last one is open (no user turn has followed it); count
+	// only cycles that hold a completed turn.
+	c := &f.Cycles
+	c.Lengths = Histogram{}
+	for i, n := range lengths {
+		if n == 0 {
+			continue
+		}
+		c.Count++
+		c.Lengths.Add(n, 1)
+		if n > 16 {
+			c.Over16++
+		}
+		if n > 130 {
+			c.Over130++
+		}
+		if i == len(lengths)-1 {
+			c.Open++
+			f.Thinking.Open.add(volumes[i])
+		} else {
+			c.Closed++
+			f.Thinking.Closed.add(volumes[i])
+		}
+	}
+	for i := range in.Entries {
+		if isAssistant(&in.Entries[i]) {
+			f.Requests.OffBranch++
+		}
+	}
+	f.Requests.OffBranch -= onBranch
+
+	breaks := findBreaks(in.Session, reqs, costs, compiles, prices)
+	for _, b := range breaks {
+		reqs[b.Request-1].Break = true
+		bt := &f.Breaks
+		bt.Count++
+		bt.Rewritten += b.Rewritten
+		if b.Cost != nil {
+			bt.Cost += *b.Cost
+			bt.Excess += *b.Excess
+		} else {
+			bt.Unpriced++
+		}
+		if bt.ByCause == nil {
+			bt.ByCause = map[string]CauseTotal{}
+		}
+		ct := bt.ByCause[b.Cause]
+		ct.Count++
+		ct.Rewritten += b.Rewritten
+		if b.Cost != nil {
+			ct.Cost += *b.Cost
+			ct.Excess += *b.Excess
+		}
+		bt.ByCause[b.Cause] = ct
+	}
+	f.Bindery.CacheCost = f.Breaks.ByCause[CauseStrip].Excess
+	f.Finish()
+
+	s := Summary{Version: FormatVersion, Session: in.Session, Model: lastModel, Figures: f, Breaks: breaks}
+	if s.Breaks == nil {
+		s.Breaks = []Break{}
+	}
+	if len(reqs) > 0 {
+		s.First, s.Last = reqs[0].Timestamp, reqs[len(reqs)-1].Timestamp
+	}
+	if reqs == nil {
+		reqs = []Request{}
+	}
+	return Session{Summary: s, Requests: reqs}
+}
+
+func costOf(e *watcher.Entry) *watcher.Cost {
+	if e.Usage == nil {
+		return nil
+	}
+	return e.Usage.Cost
+}
+
+func val(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func request(e *watcher.Entry, prices *Prices) Request {
+	r := Request{
+		EntryID: e.ID, Line: e.Line, Timestamp: e.Timestamp, Model: e.Model, StopReason: e.StopReason,
+		Apart: e.StopReason == "error" || e.StopReason == "aborted",
+	}
+	if u := e.Usage; u != nil {
+		r.Input, r.Output, r.CacheRead, r.CacheWrite = val(u.Input), val(u.Output), val(u.CacheRead), val(u.CacheWrite)
+		r.UsageKnown = u.Input != nil && u.CacheRead != nil && u.CacheWrite != nil
+	}
+	r.Prompt = r.Input + r.CacheRead + r.CacheWrite
+	var s Spend
+	addSpend(&s, e, prices)
+	switch {
+	case s.FromPi == 1:
+		r.Cost, r.CostSource = usd(s.Total), "pi"
+		if s.Unsplit != 0 {
+			r.CostSource = "pi-total"
+		}
+	case s.FromTable == 1:
+		r.Cost, r.CostSource = usd(s.Total), "table"
+	}
+	return r
+}
+
+// addSpend prices one reply: pi's usage.cost when it has the four parts;
+// else the price table when it prices every kind of token the reply used;
+// else pi's cost.total alone (as Unsplit); else unpriced.
+func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
+	u := e.Usage
+	if u == nil {
+		u = &watcher.Usage{}
+	}
+	if c := u.Cost; c != nil && c.Input != nil && c.Output != nil && c.CacheRead != nil && c.CacheWrite != nil {
+		s.Input += *c.Input
+		s.Output += *c.Output
+		s.CacheRead += *c.CacheRead
+		s.CacheWrite += *c.CacheWrite
+		s.Total += *c.Input + *c.Output + *c.CacheRead + *c.CacheWrite
+		s.FromPi++
+		return
+	}
+	if p, ok := prices.Lookup(e.Model); ok {
+		in, okI := perToken(p.Input, val(u.Input))
+		out, okO := perToken(p.Output, val(u.Output))
+		rd, okR := perToken(p.CacheRead, val(u.CacheRead))
+		wr, okW := perToken(p.CacheWrite, val(u.CacheWrite))
+		if okI && okO && okR && okW {
+			s.Input += in
+			s.Output += out
+			s.CacheRead += rd
+			s.CacheWrite += wr
+			s.Total += in + out + rd + wr
+			s.FromTable++
+			return
+		}
+	}
+	if c := u.Cost; c != nil && c.Total != nil {
+		s.Unsplit += *c.Total
+		s.Total += *c.Total
+		s.FromPi++
+		return
+	}
+	s.Unpriced++
+	name := e.Model
+	if name == "" {
+		name = "(no model)"
+	}
+	s.UnpricedModels = mergeNames(s.UnpricedModels, []string{name})
+}
+
+// perToken prices n tokens at perMillion; zero tokens need no price.
+func perToken(perMillion *float64, n int64) (float64, bool) {
+	if n == 0 {
+		return 0, true
+	}
+	if perMillion == nil {
+		return 0, false
+	}
+	return *perMillion * float64(n) / 1e6, true
+}
+
+// findBreaks applies the cache-break rule over the requests that have
+// usage (see the package doc).
+func findBreaks(session string, reqs []Request, costs []*watcher.Cost, compiles map[string][]*CompileEvent, prices *Prices) []Break {
+	var out []Break
+	prev := -1
+	for i := range reqs {
+		r := &reqs[i]
+		if !r.UsageKnown || r.Prompt == 0 {
+			continue
+		}
+		if prev < 0 {
+			prev = i
+			continue
+		}
+		p := &reqs[prev]
+		prev = i
+		if !(r.CacheRead < p.CacheRead && r.Prompt > p.Prompt) {
+			continue
+		}
+		rewritten := p.CacheRead + p.CacheWrite - r.CacheRead
+		if r.CacheWrite < rewritten {
+			rewritten = r.CacheWrite
+		}
+		b := Break{
+			Session: session, Request: r.N, EntryID: r.EntryID, Line: r.Line, Timestamp: r.Timestamp,
+			Cycle: r.Cycle, Turn: r.Turn, Model: r.Model,
+			ReadBefore: p.CacheRead, ReadAfter: r.CacheRead, Rewritten: rewritten,
+			Cause: CauseUnknown,
+		}
+		if w, rd, ok := cachePrices(r, costs[i], prices); ok {
+			b.Cost = usd(w * float64(rewritten) / 1e6)
+			b.Excess = usd((w - rd) * float64(rewritten) / 1e6)
+		}
+		for _, c := range compiles[r.EntryID] {
+			switch c.CacheCause {
+			case CauseStrip:
+				b.Cause = CauseStrip
+			case CauseHost:
+				if b.Cause != CauseStrip {
+					b.Cause = CauseHost
+				}
+			}
+		}
+		if b.Cause == CauseUnknown && gap(p.Timestamp, r.Timestamp) > IdleGap {
+			b.Cause = CauseIdle
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// cachePrices returns the write and read price per million tokens for a
+// request: from its own usage.cost where pi wrote it (write = cost /
+// tokens; a read price not derivable that way follows from the write
+// price and the model's documented multipliers), else from the table.
+func cachePrices(r *Request, cost *watcher.Cost, prices *Prices) (write, read float64, ok bool) {
+	key := ModelKey(r.Model)
+	mult, hasMult := readMultiplier(key)
+	if cost != nil && cost.CacheWrite != nil && r.CacheWrite > 0 {
+		write = *cost.CacheWrite / float64(r.CacheWrite) * 1e6
+		switch {
+		case cost.CacheRead != nil && r.CacheRead > 0:
+			read = *cost.CacheRead / float64(r.CacheRead) * 1e6
+		case hasMult:
+			read = write / writeMultiplier5m * mult
+		default:
+			return 0, 0, false
+		}
+		return write, read, true
+	}
+	if p, found := prices.Lookup(r.Model); found && p.CacheWrite != nil && p.CacheRead != nil {
+		return *p.CacheWrite, *p.CacheRead, true
+	}
+	return 0, 0, false
+}
+
+func gap(a, b string) time.Duration {
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return tb.Sub(ta)
+}
+
+// sortBreaks orders breaks costliest first (unpriced by tokens after the
+// priced), then by session and request for stability.
+func sortBreaks(bs []Break) {
+	sort.SliceStable(bs, func(i, j int) bool {
+		a, b := bs[i], bs[j]
+		if (a.Cost != nil) != (b.Cost != nil) {
+			return a.Cost != nil
+		}
+		if a.Cost != nil && *a.Cost != *b.Cost {
+			return *a.Cost > *b.Cost
+		}
+		if a.Rewritten != b.Rewritten {
+			return a.Rewritten > b.Rewritten
+		}
+		if a.Session != b.Session {
+			return a.Session < b.Session
+		}
+		return a.Request < b.Request
+	})
+}
