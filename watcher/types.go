@@ -42,9 +42,15 @@ const (
 
 // Batch is one unit of ingest: what a single read of a single file found.
 // A Rewritten batch replaces everything previously ingested from the file.
+//
+// A large file arrives as a Found (or Rewritten) batch followed by Grew
+// batches, each at most Config.MaxBatchBytes of lines, each with its cursor.
 type Batch struct {
-	Kind    BatchKind
-	Cursor  Cursor // the cursor after this batch (zero for Removed)
+	Kind BatchKind
+	Path string // the file's path (also in Cursor.Path)
+	// Cursor is the cursor after this batch. For Removed only Path and ID
+	// are set: the identity of the file that is gone.
+	Cursor  Cursor
 	Header  *Header
 	Entries []Entry
 	Errors  []IngestError
@@ -57,6 +63,11 @@ type Header struct {
 	Cwd           string `json:"cwd"`
 	Timestamp     string `json:"timestamp"`
 	ParentSession string `json:"parentSession,omitempty"` // also v1's branchedFrom
+
+	// Legacy v1 headers also carry the model and thinking level.
+	Provider      string `json:"provider,omitempty"`
+	ModelID       string `json:"modelId,omitempty"`
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
 }
 
 // Entry is one parsed non-header line. Only what bindery needs is decoded;
@@ -81,7 +92,18 @@ type Entry struct {
 	ToolCalls  int             `json:"toolCalls,omitempty"`
 	// UserText is true for a user message (or custom_message) holding any
 	// content that is not a tool result: it closes a thinking cycle.
+	// Precisely: content pi would send as a user turn after dropping blank
+	// text (user and custom roles, custom_message entries), a bashExecution
+	// message not excluded from context, and a branch_summary with a
+	// non-blank summary (pi sends it as user text at its place in the path).
+	// Compaction summaries are not marked: pi puts them first in the context,
+	// not at the compaction entry's position.
 	UserText bool `json:"userText,omitempty"`
+	// ToolCallID is a toolResult message's toolCallId.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// MessageTimestamp is message.timestamp (epoch ms), which is how pi's
+	// context event (which carries no entry ids) maps messages to entries.
+	MessageTimestamp int64 `json:"messageTimestamp,omitempty"`
 
 	// compaction
 	FirstKeptEntryID string `json:"firstKeptEntryId,omitempty"`
@@ -95,6 +117,14 @@ type Entry struct {
 	// model_change / thinking_level_change
 	ModelID       string `json:"modelId,omitempty"`
 	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+
+	// branch_summary: fromId (pi sets it to the new parent, or "root").
+	FromID string `json:"fromId,omitempty"`
+	// label: targetId and label ("" when the label was cleared).
+	TargetID string `json:"targetId,omitempty"`
+	Label    string `json:"label,omitempty"`
+	// session_info: the display name ("" clears it in later pi versions).
+	Name string `json:"name,omitempty"`
 }
 
 // ThinkingBlock is one thinking block of an assistant message.
@@ -127,10 +157,13 @@ type Cost struct {
 }
 
 // IngestError is a line bindery could not use. The line is skipped; nothing
-// else in the file is lost.
+// else in the file is lost. Kept is set for the rare line that was usable
+// but odd (say, a message entry whose message is not an object): its Entry
+// is in the batch and the error only records the oddity.
 type IngestError struct {
 	Path   string `json:"path"`
 	Line   int    `json:"line"`
 	Offset int64  `json:"offset"`
 	Reason string `json:"reason"`
+	Kept   bool   `json:"kept,omitempty"`
 }

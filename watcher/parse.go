@@ -1,0 +1,526 @@
+package watcher
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+)
+
+// Parser turns the complete lines of one session file, in file order, into a
+// Header and Entries. It holds only the few facts a line needs about the
+// lines before it (ParseState), so a file can be parsed in pieces, across
+// restarts, without keeping any line.
+type Parser struct {
+	Path  string
+	State ParseState
+}
+
+// ParseState is what parsing the next line needs to know about the lines
+// before it. The watcher keeps it in Cursor.Check so a restart resumes with it.
+type ParseState struct {
+	Lines int // complete lines seen (blank and malformed ones included)
+	// Values counts lines that were valid JSON: pi's in-memory entry index
+	// (the header is value 0). v1 ids and firstKeptEntryIndex use it.
+	Values int
+	// Version is the header's version (1 when missing); 0 until a header is
+	// seen. NotSession is set when the first value was not a session header:
+	// pi treats such a file as empty, and so does bindery (see Parser.Line).
+	Version    int
+	NotSession bool
+}
+
+// Parsed is the outcome of one line: at most one of Header and Entry, and
+// possibly an error (a skipped line, or a kept line with an odd field).
+type Parsed struct {
+	Header *Header
+	Entry  *Entry
+	Err    *IngestError
+}
+
+// V1ID is the id bindery gives the entry at index value (pi's index: the
+// header is 0) of a v1 file, which has no ids of its own.
+//
+// v1 files carry neither id nor parentId: the only link between entries is
+// file order. pi's v1->v2 migration numbers the JSON values it parsed from the
+// file (malformed lines skipped, the header at index 0), chains every entry to
+// the previous value, and resolves compaction.firstKeptEntryIndex against the
+// same numbering. bindery synthesizes ids from that index, so an id is stable
+// across re-reads and restarts, needs no table to resolve firstKeptEntryIndex,
+// and can never collide with pi's ids (8 hex digits or a UUID, no colon).
+// In a file without malformed or blank lines the index is the 0-based line
+// number (line 2 is "v1:1"). When pi migrates the file it assigns random ids
+// and rewrites it, which bindery sees as a rewrite and ingests afresh.
+func V1ID(value int) string { return "v1:" + strconv.Itoa(value) }
+
+// NewParser returns a Parser at the start of the file at path.
+func NewParser(path string) *Parser { return &Parser{Path: path} }
+
+// Line parses one complete line (without or with its trailing newline) that
+// starts at offset in the file.
+//
+// Rules:
+//   - Blank lines are skipped silently, as pi does.
+//   - A line that is not valid JSON is skipped with an IngestError.
+//   - The first value must be a session header (type "session" with a string
+//     id). If it is not, the file is not a session as far as pi is concerned
+//     (pi would truncate and re-initialise it on open): Line reports one
+//     IngestError and ignores every later line. The watcher keeps following
+//     the file, so if pi re-initialises it the rewrite is noticed and the new
+//     content ingested.
+//   - Every later value becomes an Entry; unknown types are kept, their Type
+//     verbatim.
+func (p *Parser) Line(line []byte, offset int64) Parsed {
+	p.State.Lines++
+	lineNo := p.State.Lines
+	length := len(line)
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return Parsed{}
+	}
+	if p.State.NotSession {
+		return Parsed{}
+	}
+	if !json.Valid(line) {
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "malformed JSON"}}
+	}
+	value := p.State.Values
+	p.State.Values++
+	i := skipWS(line, 0)
+	if line[i] != '{' {
+		if p.State.Version == 0 {
+			p.State.NotSession = true
+			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header (not an object); file ignored until rewritten"}}
+		}
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "line is not a JSON object"}}
+	}
+	if p.State.Version == 0 {
+		h, ok := parseHeader(line)
+		if !ok {
+			p.State.NotSession = true
+			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header; file ignored until rewritten"}}
+		}
+		p.State.Version = h.Version
+		return Parsed{Header: h}
+	}
+	e := &Entry{Line: lineNo, Offset: offset, Length: length}
+	var odd string
+	p.parseEntry(line, e, &odd)
+	if e.Type == "session" {
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "second session header skipped"}}
+	}
+	if p.State.Version < 2 {
+		e.ID = V1ID(value)
+		if value > 1 {
+			e.ParentID = V1ID(value - 1)
+		}
+	}
+	var err *IngestError
+	if odd != "" {
+		err = &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: odd, Kept: true}
+	}
+	return Parsed{Entry: e, Err: err}
+}
+
+func parseHeader(b []byte) (*Header, bool) {
+	h := &Header{}
+	var isSession, hasID bool
+	for i := 0; ; {
+		key, v, ok := nextKey(b, &i)
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			var t string
+			t, i = readString(b, v)
+			isSession = t == "session"
+		case "id":
+			_, _, hasID, _ = rawString(b, v)
+			h.ID, i = readString(b, v)
+		case "version":
+			_, isInt, n, ok, end := readNumber(b, v)
+			if ok && isInt {
+				h.Version = int(n)
+			}
+			i = end
+		case "cwd":
+			h.Cwd, i = readString(b, v)
+		case "timestamp":
+			h.Timestamp, i = readString(b, v)
+		case "parentSession":
+			h.ParentSession, i = readString(b, v)
+		case "branchedFrom":
+			if h.ParentSession == "" {
+				h.ParentSession, i = readString(b, v)
+			} else {
+				i = skipValue(b, v)
+			}
+		case "provider":
+			h.Provider, i = readString(b, v)
+		case "modelId":
+			h.ModelID, i = readString(b, v)
+		case "thinkingLevel":
+			h.ThinkingLevel, i = readString(b, v)
+		default:
+			i = skipValue(b, v)
+		}
+	}
+	if !isSession || !hasID {
+		return nil, false
+	}
+	if h.Version <= 0 {
+		h.Version = 1
+	}
+	return h, true
+}
+
+func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
+	var (
+		hasMsg          bool
+		firstKeptIndex  = -1
+		dataStart       = -1
+		dataEnd         int
+		contentStart    = -1
+		summaryNonBlank bool
+	)
+	for i := 0; ; {
+		key, v, ok := nextKey(b, &i)
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "type":
+			e.Type, i = readString(b, v)
+		case "id":
+			e.ID, i = readString(b, v)
+		case "parentId":
+			e.ParentID, i = readString(b, v)
+		case "timestamp":
+			e.Timestamp, i = readString(b, v)
+		case "message":
+			if b[v] == '{' {
+				hasMsg = true
+				i = parseMessage(b, v, e)
+			} else {
+				i = skipValue(b, v)
+			}
+		case "provider":
+			e.Provider, i = readString(b, v)
+		case "modelId":
+			e.ModelID, i = readString(b, v)
+		case "thinkingLevel":
+			e.ThinkingLevel, i = readString(b, v)
+		case "firstKeptEntryId":
+			e.FirstKeptEntryID, i = readString(b, v)
+		case "firstKeptEntryIndex":
+			_, isInt, n, ok, end := readNumber(b, v)
+			if ok && isInt && n >= 0 {
+				firstKeptIndex = int(n)
+			}
+			i = end
+		case "customType":
+			e.CustomType, i = readString(b, v)
+		case "data":
+			dataStart, i = v, skipValue(b, v)
+			dataEnd = i
+		case "content":
+			contentStart, i = v, skipValue(b, v)
+		case "fromId":
+			e.FromID, i = readString(b, v)
+		case "summary":
+			raw, esc, ok, end := rawString(b, v)
+			summaryNonBlank = ok && !blank(raw, esc)
+			i = end
+		case "targetId":
+			e.TargetID, i = readString(b, v)
+		case "label":
+			e.Label, i = readString(b, v)
+		case "name":
+			e.Name, i = readString(b, v)
+		default:
+			i = skipValue(b, v)
+		}
+	}
+	switch e.Type {
+	case "message":
+		if !hasMsg {
+			*odd = "message entry without a message object"
+		}
+	case "compaction":
+		if e.FirstKeptEntryID == "" && firstKeptIndex >= 0 && p.State.Version < 2 {
+			// pi resolves the index into its entry list; index 0 is the header.
+			if firstKeptIndex >= 1 && firstKeptIndex < p.State.Values {
+				e.FirstKeptEntryID = V1ID(firstKeptIndex)
+			} else {
+				*odd = "firstKeptEntryIndex " + strconv.Itoa(firstKeptIndex) + " names no earlier entry"
+			}
+		}
+	case "custom":
+		if e.CustomType == FrontierCustomType && dataStart >= 0 {
+			e.Data = json.RawMessage(bytes.Clone(b[dataStart:dataEnd]))
+		}
+	case "custom_message":
+		e.UserText = contentStart >= 0 && contentSent(b, contentStart)
+	case "branch_summary":
+		e.UserText = summaryNonBlank
+	}
+}
+
+// FrontierCustomType is pi-condense's frontier snapshot, the only custom
+// entry whose data bindery keeps.
+const FrontierCustomType = "context-prune-frontier"
+
+// parseMessage reads the message object at b[start] into e and returns its
+// end. pi writes role before content, so content is usually read in the same
+// pass; otherwise it is read once role is known.
+func parseMessage(b []byte, start int, e *Entry) int {
+	contentStart := -1
+	contentDone := false
+	exclude := false
+	i := start
+	for {
+		key, v, ok := nextKey(b, &i)
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "role":
+			e.Role, i = readString(b, v)
+		case "content":
+			contentStart, contentDone = v, false
+			if e.Role == "assistant" && b[v] == '[' {
+				e.Thinking, e.ToolCalls = e.Thinking[:0], 0
+				i = parseAssistantContent(b, v, e)
+				contentDone = true
+			} else {
+				i = skipValue(b, v)
+			}
+		case "model":
+			e.Model, i = readString(b, v)
+		case "provider":
+			e.Provider, i = readString(b, v)
+		case "api":
+			e.API, i = readString(b, v)
+		case "stopReason":
+			e.StopReason, i = readString(b, v)
+		case "usage":
+			if b[v] == '{' {
+				e.Usage, i = parseUsage(b, v)
+			} else {
+				i = skipValue(b, v)
+			}
+		case "toolCallId":
+			e.ToolCallID, i = readString(b, v)
+		case "timestamp":
+			_, _, n, ok, end := readNumber(b, v)
+			if ok {
+				e.MessageTimestamp = n
+			}
+			i = end
+		case "excludeFromContext":
+			exclude = isTrue(b, v)
+			i = skipValue(b, v)
+		default:
+			i = skipValue(b, v)
+		}
+	}
+	if e.Role == "hookMessage" {
+		e.Role = "custom" // pi's v2->v3 migration renames it
+	}
+	switch e.Role {
+	case "assistant":
+		if contentStart >= 0 && !contentDone && b[contentStart] == '[' {
+			parseAssistantContent(b, contentStart, e)
+		}
+	case "user", "custom":
+		e.UserText = contentStart >= 0 && contentSent(b, contentStart)
+	case "bashExecution":
+		// Sent as a user text message unless excluded (!! commands).
+		e.UserText = !exclude
+	}
+	return i
+}
+
+// contentSent reports whether user-side content (a string or an array of
+// text and image blocks) leaves anything after pi drops blank text: a
+// message left empty is not sent at all.
+func contentSent(b []byte, i int) bool {
+	switch b[i] {
+	case '"':
+		raw, esc, _, _ := rawString(b, i)
+		return !blank(raw, esc)
+	case '[':
+		for j := i; ; {
+			v, ok := nextElem(b, &j)
+			if !ok {
+				return false
+			}
+			typ, text, hasText := "", false, false
+			if b[v] == '{' {
+				k := v
+				for {
+					key, kv, ok := nextKey(b, &k)
+					if !ok {
+						break
+					}
+					switch string(key) {
+					case "type":
+						raw, _, _, end := rawString(b, kv)
+						typ = string(raw)
+						k = end
+					case "text":
+						raw, esc, ok, end := rawString(b, kv)
+						hasText, text = ok, ok && !blank(raw, esc)
+						k = end
+					default:
+						k = skipValue(b, kv)
+					}
+				}
+				j = k
+			} else {
+				j = skipValue(b, v)
+			}
+			if typ == "image" || (typ == "text" && hasText && text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func parseAssistantContent(b []byte, start int, e *Entry) int {
+	index := 0
+	for j := start; ; index++ {
+		v, ok := nextElem(b, &j)
+		if !ok {
+			return j
+		}
+		if b[v] != '{' {
+			j = skipValue(b, v)
+			continue
+		}
+		var (
+			typ      []byte
+			chars    int
+			redacted bool
+			sig      []byte
+			sigEsc   bool
+			hasSig   bool
+		)
+		k := v
+		for {
+			key, kv, ok := nextKey(b, &k)
+			if !ok {
+				break
+			}
+			switch string(key) {
+			case "type":
+				typ, _, _, k = rawString(b, kv)
+			case "thinking":
+				raw, esc, ok, end := rawString(b, kv)
+				if ok {
+					chars = runeCount(raw, esc)
+				}
+				k = end
+			case "thinkingSignature":
+				sig, sigEsc, hasSig, k = rawString(b, kv)
+			case "redacted":
+				redacted = isTrue(b, kv)
+				k = skipValue(b, kv)
+			default:
+				k = skipValue(b, kv)
+			}
+		}
+		j = k
+		switch string(typ) {
+		case "thinking":
+			tb := ThinkingBlock{Index: index, Redacted: redacted, Chars: chars}
+			if hasSig && len(sig) > 0 {
+				tb.Signed = true
+				var sum [32]byte
+				if sigEsc {
+					sum = sha256.Sum256([]byte(unquote(append(append([]byte{'"'}, sig...), '"'))))
+				} else {
+					sum = sha256.Sum256(sig)
+				}
+				tb.SigDigest = sum[:]
+			}
+			e.Thinking = append(e.Thinking, tb)
+		case "toolCall":
+			e.ToolCalls++
+		}
+	}
+}
+
+func parseUsage(b []byte, start int) (*Usage, int) {
+	u := &Usage{}
+	i := start
+	for {
+		key, v, ok := nextKey(b, &i)
+		if !ok {
+			return u, i
+		}
+		switch string(key) {
+		case "input":
+			u.Input, i = optInt(b, v)
+		case "output":
+			u.Output, i = optInt(b, v)
+		case "cacheRead":
+			u.CacheRead, i = optInt(b, v)
+		case "cacheWrite":
+			u.CacheWrite, i = optInt(b, v)
+		case "totalTokens":
+			u.TotalTokens, i = optInt(b, v)
+		case "cost":
+			if b[v] == '{' {
+				u.Cost, i = parseCost(b, v)
+			} else {
+				i = skipValue(b, v)
+			}
+		default:
+			i = skipValue(b, v)
+		}
+	}
+}
+
+func parseCost(b []byte, start int) (*Cost, int) {
+	c := &Cost{}
+	i := start
+	for {
+		key, v, ok := nextKey(b, &i)
+		if !ok {
+			return c, i
+		}
+		switch string(key) {
+		case "input":
+			c.Input, i = optFloat(b, v)
+		case "output":
+			c.Output, i = optFloat(b, v)
+		case "cacheRead":
+			c.CacheRead, i = optFloat(b, v)
+		case "cacheWrite":
+			c.CacheWrite, i = optFloat(b, v)
+		case "total":
+			c.Total, i = optFloat(b, v)
+		default:
+			i = skipValue(b, v)
+		}
+	}
+}
+
+func optInt(b []byte, i int) (*int64, int) {
+	_, _, n, ok, end := readNumber(b, i)
+	if !ok {
+		return nil, end
+	}
+	return &n, end
+}
+
+func optFloat(b []byte, i int) (*float64, int) {
+	f, _, _, ok, end := readNumber(b, i)
+	if !ok {
+		return nil, end
+	}
+	return &f, end
+}

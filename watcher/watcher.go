@@ -1,0 +1,673 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Root is a directory whose *.jsonl files are pi sessions.
+type Root struct {
+	Dir string
+	// Recursive follows files in subdirectories at any depth, as under
+	// <agentDir>/sessions (one --<cwd>-- folder per project, created as
+	// projects appear). A flat root (a --session-dir folder) holds its
+	// files directly.
+	Recursive bool
+}
+
+// Config configures a Watcher. Zero values take the defaults.
+type Config struct {
+	Roots []Root
+	// Rescan is how often every root is listed and every file stat'ed, so a
+	// missed fsnotify event (queue overflow, watch limit, a filesystem that
+	// sends none) delays a change but never loses it. Default 10s.
+	Rescan time.Duration
+	// MaxBatchBytes bounds the lines in one Batch (default 4 MiB): a large
+	// file is ingested as a Found or Rewritten batch followed by Grew
+	// batches, each committed with its cursor.
+	MaxBatchBytes int
+	// MaxLineBytes bounds one line (default 64 MiB); a longer line is skipped
+	// with an IngestError.
+	MaxLineBytes int
+	// RetryMin and RetryMax bound the backoff after a sink error or a read
+	// error (defaults 250ms and 30s).
+	RetryMin, RetryMax time.Duration
+	Logger             *slog.Logger
+}
+
+const readChunk = 256 << 10
+
+func (c *Config) defaults() {
+	if c.Rescan <= 0 {
+		c.Rescan = 10 * time.Second
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = 4 << 20
+	}
+	if c.MaxLineBytes < readChunk {
+		if c.MaxLineBytes <= 0 {
+			c.MaxLineBytes = 64 << 20
+		} else {
+			c.MaxLineBytes = readChunk
+		}
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 250 * time.Millisecond
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(30*time.Second, c.RetryMin)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Sink receives batches. It must return nil only once the batch's rows and
+// its Cursor are durable; any error leaves the cursor where it was and the
+// same bytes are offered again later.
+type Sink func(context.Context, Batch) error
+
+// Watcher follows pi's session files under its roots and any file it was
+// asked to Follow. Create it with New, then call Run once.
+type Watcher struct {
+	cfg Config
+	log *slog.Logger
+
+	mu        sync.Mutex
+	dirty     map[string]struct{} // paths to look at (files or directories)
+	extra     map[string]struct{} // files followed outside the roots
+	rescanNow bool
+	status    Status
+	wake      chan struct{} // capacity 1: a burst of events is one wake-up
+
+	// Owned by Run.
+	files    map[string]*fileState
+	watches  map[string]struct{}
+	fsw      *fsnotify.Watcher
+	degraded bool
+	rd       *reader
+}
+
+type fileState struct {
+	cur   Cursor
+	chk   fileCheck
+	found bool // the sink has the file (a Found batch, or a saved cursor)
+	// seen is the stat of the file when it was last read to EOF: a rescan
+	// skips a file whose stat has not changed since.
+	seen     statKey
+	failures int
+	retryAt  time.Time
+}
+
+type statKey struct {
+	id    FileID
+	size  int64
+	mtime int64
+}
+
+// Status is a snapshot of what the watcher follows, for health endpoints.
+type Status struct {
+	Roots      []Root
+	Files      int       // files followed
+	Watches    int       // directories watched with fsnotify
+	Degraded   bool      // fsnotify unavailable or at its limit: rescans only
+	LastRescan time.Time // end of the last full rescan
+	Pending    int       // files waiting for a retry after an error
+}
+
+// New returns a Watcher for cfg that resumes from saved, the cursors the sink
+// made durable. A saved cursor whose path is outside every root is followed
+// as if Follow had been called (a file named by the API before a restart).
+func New(cfg Config, saved []Cursor) *Watcher {
+	cfg.defaults()
+	w := &Watcher{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "watcher"),
+		dirty:   make(map[string]struct{}),
+		extra:   make(map[string]struct{}),
+		wake:    make(chan struct{}, 1),
+		files:   make(map[string]*fileState),
+		watches: make(map[string]struct{}),
+		rd:      newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
+	}
+	for i := range cfg.Roots {
+		w.cfg.Roots[i].Dir = filepath.Clean(cfg.Roots[i].Dir)
+	}
+	w.status.Roots = slices.Clone(w.cfg.Roots)
+	for _, c := range saved {
+		c.Path = filepath.Clean(c.Path)
+		st := &fileState{cur: c, found: true}
+		if chk, err := decodeCheck(c.Check, c.Lines); err == nil {
+			st.chk = chk
+		} else {
+			st.chk = fileCheck{}
+			st.cur.Check = nil // forces a Rewritten batch (see check.go)
+		}
+		w.files[c.Path] = st
+		if !w.underRoot(c.Path) {
+			w.extra[c.Path] = struct{}{}
+		}
+	}
+	return w
+}
+
+// Follow asks the watcher to follow one more session file, wherever it is
+// (the API's sessionFile). It is safe to call at any time, before or during
+// Run; following a file already followed does nothing.
+func (w *Watcher) Follow(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", path, err)
+	}
+	w.mu.Lock()
+	if !w.underRoot(abs) {
+		w.extra[abs] = struct{}{}
+	}
+	w.dirty[abs] = struct{}{}
+	w.mu.Unlock()
+	w.signal()
+	return nil
+}
+
+// Status returns a snapshot of the watcher's state.
+func (w *Watcher) Status() Status {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.status
+	s.Roots = slices.Clone(s.Roots)
+	return s
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watcher) markDirty(path string) {
+	w.mu.Lock()
+	w.dirty[path] = struct{}{}
+	w.mu.Unlock()
+	w.signal()
+}
+
+// Run follows the files until ctx is done, calling sink for every batch, one
+// at a time, from this goroutine. It returns nil when ctx is cancelled and an
+// error only if the watcher cannot work at all.
+func (w *Watcher) Run(ctx context.Context, sink Sink) error {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		w.log.Warn("fsnotify unavailable; following by rescans only", "every", w.cfg.Rescan, "err", err)
+		w.degraded = true
+	} else {
+		w.fsw = fsw
+		defer fsw.Close()
+		go w.pumpEvents(ctx, fsw)
+	}
+
+	ticker := time.NewTicker(w.cfg.Rescan)
+	defer ticker.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+
+	w.rescan(ctx, sink)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.mu.Lock()
+		rescanNow := w.rescanNow
+		w.rescanNow = false
+		dirty := w.dirty
+		w.dirty = make(map[string]struct{})
+		w.mu.Unlock()
+		if rescanNow {
+			w.rescan(ctx, sink)
+		}
+		paths := make([]string, 0, len(dirty))
+		for p := range dirty {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.visit(ctx, p, sink)
+		}
+
+		// Sleep until an event, the rescan tick, or the earliest retry.
+		if next, ok := w.nextRetry(); ok {
+			retry.Reset(max(time.Until(next), time.Millisecond))
+		}
+		w.publishStatus()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+		case <-ticker.C:
+			w.rescan(ctx, sink)
+		case <-retry.C:
+			now := time.Now()
+			w.mu.Lock()
+			for p, st := range w.files {
+				if !st.retryAt.IsZero() && !st.retryAt.After(now) {
+					st.retryAt = time.Time{}
+					w.dirty[p] = struct{}{}
+				}
+			}
+			w.mu.Unlock()
+		}
+		retry.Stop()
+	}
+}
+
+func (w *Watcher) nextRetry() (time.Time, bool) {
+	var next time.Time
+	for _, st := range w.files {
+		if !st.retryAt.IsZero() && (next.IsZero() || st.retryAt.Before(next)) {
+			next = st.retryAt
+		}
+	}
+	return next, !next.IsZero()
+}
+
+func (w *Watcher) publishStatus() {
+	pending := 0
+	for _, st := range w.files {
+		if !st.retryAt.IsZero() {
+			pending++
+		}
+	}
+	w.mu.Lock()
+	w.status.Files = len(w.files)
+	w.status.Watches = len(w.watches)
+	w.status.Degraded = w.degraded
+	w.status.Pending = pending
+	w.mu.Unlock()
+}
+
+// pumpEvents turns fsnotify events into dirty paths. It does no I/O, so the
+// kernel queue drains quickly; the events are only hints, Run learns the
+// truth with stat.
+func (w *Watcher) pumpEvents(ctx context.Context, fsw *fsnotify.Watcher) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return
+			}
+			w.markDirty(filepath.Clean(ev.Name))
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return
+			}
+			w.log.Warn("fsnotify error; rescanning", "err", err)
+			w.mu.Lock()
+			w.rescanNow = true
+			w.mu.Unlock()
+			w.signal()
+		}
+	}
+}
+
+// wanted reports whether path is a session file the watcher follows.
+func (w *Watcher) wanted(path string) bool {
+	if _, ok := w.files[path]; ok {
+		return true
+	}
+	w.mu.Lock()
+	_, extra := w.extra[path]
+	w.mu.Unlock()
+	if extra {
+		return true
+	}
+	return strings.HasSuffix(path, ".jsonl") && w.underRoot(path)
+}
+
+// underRoot reports whether path is a file in a root (or, for a recursive
+// root, anywhere below it).
+func (w *Watcher) underRoot(path string) bool {
+	dir := filepath.Dir(path)
+	for _, r := range w.cfg.Roots {
+		if dir == r.Dir {
+			return true
+		}
+		if r.Recursive && strings.HasPrefix(dir, r.Dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// dirWanted reports whether dir is a root or, under a recursive root, a
+// directory whose files are followed.
+func (w *Watcher) dirWanted(dir string) bool {
+	for _, r := range w.cfg.Roots {
+		if dir == r.Dir {
+			return true
+		}
+		if r.Recursive && strings.HasPrefix(dir, r.Dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// watch adds an fsnotify watch on dir once. Hitting the kernel's watch
+// limit is logged once and the watcher carries on with rescans.
+func (w *Watcher) watch(dir string) {
+	if w.fsw == nil {
+		return
+	}
+	if _, ok := w.watches[dir]; ok {
+		return
+	}
+	if err := w.fsw.Add(dir); err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
+			if !w.degraded {
+				w.log.Warn("inotify watch limit reached (fs.inotify.max_user_watches); new directories are followed by rescans only",
+					"every", w.cfg.Rescan, "dir", dir, "err", err)
+			}
+			w.degraded = true
+			return
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.log.Warn("watch directory", "dir", dir, "err", err)
+		}
+		return
+	}
+	w.watches[dir] = struct{}{}
+}
+
+// rescan lists every root, watches every directory, and visits every file
+// found or known. Files whose stat is unchanged since their last read are
+// skipped in visit.
+func (w *Watcher) rescan(ctx context.Context, sink Sink) {
+	found := make(map[string]struct{})
+	for _, r := range w.cfg.Roots {
+		w.scanDir(r.Dir, r.Recursive, found)
+		if _, err := os.Stat(r.Dir); errors.Is(err, fs.ErrNotExist) {
+			// Watch the parent so the root's creation is noticed at once.
+			w.watch(filepath.Dir(r.Dir))
+		}
+	}
+	w.mu.Lock()
+	for p := range w.extra {
+		found[p] = struct{}{}
+	}
+	w.mu.Unlock()
+	for p := range w.files {
+		found[p] = struct{}{}
+	}
+	for p := range w.watches {
+		if _, err := os.Stat(p); err != nil {
+			delete(w.watches, p) // inotify dropped it with the directory
+		}
+	}
+	paths := make([]string, 0, len(found))
+	for p := range found {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			return
+		}
+		w.visitFile(ctx, p, sink)
+	}
+	w.mu.Lock()
+	w.status.LastRescan = time.Now()
+	w.mu.Unlock()
+}
+
+// scanDir watches dir (and, if recursive, every directory below it) and adds
+// its *.jsonl files to found. The watch is added before listing, so a file
+// created in between is seen by one or the other.
+func (w *Watcher) scanDir(dir string, recursive bool, found map[string]struct{}) {
+	w.watch(dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.log.Warn("list directory", "dir", dir, "err", err)
+		}
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case e.IsDir():
+			if recursive {
+				w.scanDir(p, true, found)
+			}
+		case strings.HasSuffix(e.Name(), ".jsonl"):
+			found[p] = struct{}{}
+		}
+	}
+}
+
+// visit handles one dirty path from an event: a directory that appeared, a
+// file that changed, or a path that vanished.
+func (w *Watcher) visit(ctx context.Context, path string, sink Sink) {
+	fi, err := os.Lstat(path)
+	if err == nil && fi.IsDir() {
+		if w.dirWanted(path) {
+			found := make(map[string]struct{})
+			w.scanDir(path, w.recursiveAt(path), found)
+			for p := range found {
+				w.visitFile(ctx, p, sink)
+			}
+		}
+		return
+	}
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		if _, ok := w.watches[path]; ok {
+			delete(w.watches, path)
+		}
+		// A removed directory: every file known below it is gone too.
+		prefix := path + string(filepath.Separator)
+		for p := range w.files {
+			if strings.HasPrefix(p, prefix) {
+				w.visitFile(ctx, p, sink)
+			}
+		}
+		// A root created after start whose parent we watched.
+	}
+	if w.isRoot(path) {
+		found := make(map[string]struct{})
+		w.scanDir(path, w.recursiveAt(path), found)
+		for p := range found {
+			w.visitFile(ctx, p, sink)
+		}
+		return
+	}
+	if w.wanted(path) {
+		w.visitFile(ctx, path, sink)
+	}
+}
+
+func (w *Watcher) isRoot(dir string) bool {
+	for _, r := range w.cfg.Roots {
+		if r.Dir == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Watcher) recursiveAt(dir string) bool {
+	for _, r := range w.cfg.Roots {
+		if r.Recursive && (dir == r.Dir || strings.HasPrefix(dir, r.Dir+string(filepath.Separator))) {
+			return true
+		}
+	}
+	return false
+}
+
+// visitFile brings one file's cursor up to date, calling sink for each
+// batch. Errors are logged and retried with backoff; nothing is lost.
+func (w *Watcher) visitFile(ctx context.Context, path string, sink Sink) {
+	w.mu.Lock()
+	_, extra := w.extra[path]
+	w.mu.Unlock()
+	if extra {
+		w.watch(filepath.Dir(path))
+	}
+	st := w.files[path]
+	if st != nil && !st.retryAt.IsZero() && time.Now().Before(st.retryAt) {
+		return // backing off; the retry timer brings it back
+	}
+	if err := w.follow(ctx, path, sink); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		st = w.files[path]
+		if st == nil {
+			return
+		}
+		st.failures++
+		delay := min(w.cfg.RetryMin<<min(st.failures-1, 16), w.cfg.RetryMax)
+		st.retryAt = time.Now().Add(delay)
+		level := slog.LevelWarn
+		if st.failures > 3 {
+			level = slog.LevelDebug // keep a stuck sink from flooding the log
+		}
+		w.log.Log(ctx, level, "ingest failed; will retry", "path", path, "retryIn", delay, "failures", st.failures, "err", err)
+		return
+	}
+	if st = w.files[path]; st != nil {
+		st.failures, st.retryAt = 0, time.Time{}
+	}
+}
+
+func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
+	st := w.files[path]
+	f, err := os.Open(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		if st == nil {
+			return nil
+		}
+		if st.found {
+			if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
+				return fmt.Errorf("removed %s: %w", path, err)
+			}
+		}
+		delete(w.files, path)
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	key := statKey{id: fileID(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+
+	if st != nil && st.found && st.cur.ID != key.id && st.cur.ID != (FileID{}) {
+		// Another file now lives at this path (deleted and recreated, or
+		// renamed into place): the old one is gone.
+		if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
+			return fmt.Errorf("replaced %s: %w", path, err)
+		}
+		st = nil
+		delete(w.files, path)
+	}
+	if st == nil {
+		st = &fileState{cur: Cursor{Path: path, ID: key.id}}
+		w.files[path] = st
+	}
+	if st.found && st.seen == key {
+		return nil // unchanged since it was last read to EOF
+	}
+
+	kind := Grew
+	var prevTail []byte
+	if !st.found {
+		kind = Found
+		st.cur = Cursor{Path: path, ID: key.id}
+		st.chk = fileCheck{}
+	} else if st.cur.Offset > 0 {
+		ok := st.cur.Check != nil
+		if ok {
+			ok, prevTail, err = st.chk.verify(f, st.cur.Offset, key.size, w.rd.scratch)
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", path, err)
+			}
+		}
+		if !ok {
+			kind = Rewritten
+			prevTail = nil
+		}
+	}
+	if st.cur.ID == (FileID{}) {
+		st.cur.ID = key.id
+	}
+
+	cur, chk := st.cur, st.chk
+	if kind == Rewritten {
+		cur = Cursor{Path: path, ID: key.id}
+		chk = fileCheck{}
+	}
+	for {
+		b, next, nextChk, eof, err := w.rd.readBatch(f, cur, chk, prevTail)
+		if err != nil {
+			return err
+		}
+		progressed := next.Offset != cur.Offset
+		// A file with no complete line yet is not announced; a rewrite is
+		// always announced, even to an empty file, so the sink forgets the
+		// old content.
+		if progressed || kind == Rewritten {
+			b.Kind = kind
+			b.Path = path
+			if !progressed {
+				b.Cursor = Cursor{Path: path, ID: key.id}
+				next = b.Cursor
+			}
+			if err := sink(ctx, b); err != nil {
+				return fmt.Errorf("ingest %s: %w", path, err)
+			}
+			st.cur, st.chk, st.found = next, nextChk, true
+			cur, chk, kind = next, nextChk, Grew
+			prevTail = slices.Clone(w.rd.tail.buf)
+		}
+		if eof || !progressed {
+			break
+		}
+	}
+	// Remember the stat only if nothing arrived while reading.
+	if fi2, err := f.Stat(); err == nil && fi2.Size() == key.size && fi2.ModTime().UnixNano() == key.mtime {
+		st.seen = key
+	} else {
+		st.seen = statKey{}
+	}
+	return nil
+}
+
+func fileID(fi os.FileInfo) FileID {
+	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return FileID{Dev: uint64(s.Dev), Ino: uint64(s.Ino)}
+	}
+	return FileID{}
+}
