@@ -1,0 +1,413 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+)
+
+// DefaultMaxBody bounds a compile or accept body: the provider's own
+// request limit is 32 MB, and the call wraps the request with a few small
+// fields, so the default leaves room above it.
+const DefaultMaxBody = 64 << 20
+
+// Return values of CompileCall.Return.
+const (
+	ReturnRequest = "request"
+	ReturnPlan    = "plan"
+)
+
+// CompileCall is the body of POST /v1/compile (api.md).
+type CompileCall struct {
+	Conversation  string     `json:"conversation"`
+	Branch        string     `json:"branch,omitempty"`
+	SessionFile   string     `json:"sessionFile,omitempty"`
+	Parent        *BranchRef `json:"parent,omitempty"`
+	BindsThinking *bool      `json:"bindsThinking,omitempty"`
+	DryRun        bool       `json:"dryRun,omitempty"`
+	Return        string     `json:"return,omitempty"`
+	// Request is the Anthropic request body exactly as the host gave it:
+	// a subslice of the call's body, never re-encoded.
+	Request json.RawMessage `json:"request"`
+}
+
+// BranchRef names a branch of a conversation.
+type BranchRef struct {
+	Conversation string `json:"conversation"`
+	Branch       string `json:"branch,omitempty"`
+}
+
+// Strip is one thinking block the compile removed.
+type Strip struct {
+	Path   string `json:"path"` // messages.N.content.M in the request as the host gave it
+	Reason string `json:"reason"`
+	Tokens int    `json:"tokens"`
+}
+
+// CacheChange says where this compile's request first differs from the
+// branch's last accepted request, and who changed it.
+type CacheChange struct {
+	FirstChange string `json:"firstChange,omitempty"`
+	Cause       string `json:"cause"` // host, bindery or none
+}
+
+// CompilePlan is the answer to a compile without the rewritten request.
+type CompilePlan struct {
+	CompileID        string      `json:"compileId"`
+	Bound            bool        `json:"bound"`
+	Engaged          bool        `json:"engaged"`
+	DryRun           bool        `json:"dryRun,omitempty"`
+	ThinkingStripped int         `json:"thinkingStripped"`
+	Strips           []Strip     `json:"strips"`
+	DroppedMessages  []string    `json:"droppedMessages"`
+	Cache            CacheChange `json:"cache"`
+}
+
+// CompileAnswer is the plan plus, when asked, the rewritten request
+// (raw bytes: the original with the stripped spans cut).
+type CompileAnswer struct {
+	CompilePlan
+	Request json.RawMessage `json:"request,omitempty"`
+}
+
+// AcceptCall is the body of POST /v1/accept.
+type AcceptCall struct {
+	CompileID            string                `json:"compileId"`
+	Reply                json.RawMessage       `json:"reply,omitempty"`
+	InputTransformations []InputTransformation `json:"inputTransformations,omitempty"`
+	Usage                json.RawMessage       `json:"usage,omitempty"`
+}
+
+// InputTransformation is one entry of the response's input_transformations.
+type InputTransformation struct {
+	Type   string `json:"type"`
+	Path   string `json:"path,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// AcceptAnswer answers an accept. Repeated is true when the compile was
+// already accepted: nothing was recorded twice.
+type AcceptAnswer struct {
+	Accepted bool `json:"accepted"`
+	Stamped  int  `json:"stamped"`
+	Released int  `json:"released"`
+	Repeated bool `json:"repeated,omitempty"`
+}
+
+// ReleaseCall is the body of POST /v1/release: either a compile and a path
+// in its request as sent, or a signature on every branch.
+type ReleaseCall struct {
+	Conversation string `json:"conversation"`
+	Branch       string `json:"branch,omitempty"`
+	CompileID    string `json:"compileId,omitempty"`
+	Path         string `json:"path,omitempty"`
+	Signature    string `json:"signature,omitempty"`
+}
+
+// ReleaseAnswer answers a release.
+type ReleaseAnswer struct {
+	Released int `json:"released"`
+}
+
+// ConversationState is GET /v1/conversations/{id}.
+type ConversationState struct {
+	Conversation string        `json:"conversation"`
+	Engaged      bool          `json:"engaged"`
+	SessionFile  string        `json:"sessionFile,omitempty"`
+	Parent       *BranchRef    `json:"parent,omitempty"`
+	Branches     []BranchState `json:"branches"`
+	Stamps       int           `json:"stamps"`
+	Releases     []ReleaseInfo `json:"releases"`
+	Compiles     int           `json:"compiles"` // remembered compile records
+}
+
+// BranchState is one branch of a conversation.
+type BranchState struct {
+	Branch     string     `json:"branch"`
+	Owner      string     `json:"owner,omitempty"` // last accepted compile
+	Parent     *BranchRef `json:"parent,omitempty"`
+	Unaccepted int        `json:"unaccepted"` // remembered compiles not yet accepted
+	Accepted   int        `json:"accepted"`
+	Releases   int        `json:"releases"`
+	Stamps     int        `json:"stamps"` // stamps minted by this branch's accepts
+}
+
+// ReleaseInfo is one release.
+type ReleaseInfo struct {
+	Branch    string `json:"branch"`
+	Block     string `json:"block"` // hex digest of the signature (or redacted data)
+	Reason    string `json:"reason"`
+	CompileID string `json:"compileId,omitempty"`
+	Time      string `json:"time"`
+}
+
+// Binder decides compiles and records accepts and releases; the daemon
+// implements it. Errors that are the caller's fault are *CallError.
+type Binder interface {
+	Compile(ctx context.Context, call *CompileCall) (*CompileAnswer, error)
+	Accept(ctx context.Context, call *AcceptCall) (*AcceptAnswer, error)
+	Release(ctx context.Context, call *ReleaseCall) (*ReleaseAnswer, error)
+	Conversation(ctx context.Context, id string) (*ConversationState, error)
+}
+
+// Stable error codes of the binding endpoints.
+const (
+	CodeBadRequest          = "bad_request"
+	CodeBodyTooLarge        = "body_too_large"
+	CodeUnknownCompile      = "unknown_compile"
+	CodeDryRunCompile       = "dry_run_compile"
+	CodeUnknownConversation = "unknown_conversation"
+	CodeInternal            = "internal"
+)
+
+// CallError is an error the caller can act on: it reaches the client with
+// its status, code and message.
+type CallError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *CallError) Error() string { return e.Code + ": " + e.Message }
+
+// BindingRoutes serves the compile, accept, release and conversation
+// endpoints.
+type BindingRoutes struct {
+	Binder  Binder
+	MaxBody int64 // 0 means DefaultMaxBody
+	Logger  *slog.Logger
+}
+
+// Register adds the routes to mux.
+func (br *BindingRoutes) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/compile", br.compile)
+	mux.HandleFunc("POST /v1/accept", br.accept)
+	mux.HandleFunc("POST /v1/release", br.release)
+	mux.HandleFunc("GET /v1/conversations/{id}", br.conversation)
+}
+
+func (br *BindingRoutes) logger() *slog.Logger {
+	if br.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return br.Logger
+}
+
+// readBody reads the whole body within the limit. Content-Length, when
+// given, sizes the buffer once and refuses an oversized body unread.
+func (br *BindingRoutes) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := br.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	tooLarge := func() {
+		br.fail(w, &CallError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: fmt.Sprintf("body larger than %d bytes (set the daemon's --max-body to raise the limit)", limit)})
+	}
+	if r.ContentLength > limit {
+		tooLarge()
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			tooLarge()
+		} else {
+			br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "reading body: " + err.Error()})
+		}
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// decodeCompile splits the body once: the request's bytes are kept as a
+// subslice, the small fields are decoded on their own.
+func decodeCompile(body []byte) (*CompileCall, error) {
+	var c CompileCall
+	seenRequest := false
+	err := splitObject(body, func(key string, val []byte) error {
+		var err error
+		switch key {
+		case "request":
+			c.Request = val
+			seenRequest = true
+		case "conversation":
+			err = json.Unmarshal(val, &c.Conversation)
+		case "branch":
+			err = json.Unmarshal(val, &c.Branch)
+		case "sessionFile":
+			err = json.Unmarshal(val, &c.SessionFile)
+		case "parent":
+			err = json.Unmarshal(val, &c.Parent)
+		case "bindsThinking":
+			err = json.Unmarshal(val, &c.BindsThinking)
+		case "dryRun":
+			err = json.Unmarshal(val, &c.DryRun)
+		case "return":
+			err = json.Unmarshal(val, &c.Return)
+		default:
+			// unknown fields are allowed (forward compatibility) but must be JSON
+			if !json.Valid(val) {
+				err = errors.New("not valid JSON")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("field %q: %w", key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.Conversation == "" {
+		return nil, errors.New(`"conversation" is required`)
+	}
+	if !seenRequest {
+		return nil, errors.New(`"request" is required`)
+	}
+	switch c.Return {
+	case "":
+		c.Return = ReturnRequest
+	case ReturnRequest, ReturnPlan:
+	default:
+		return nil, fmt.Errorf(`"return" is %q: want "request" or "plan"`, c.Return)
+	}
+	return &c, nil
+}
+
+func (br *BindingRoutes) compile(w http.ResponseWriter, r *http.Request) {
+	body, ok := br.readBody(w, r)
+	if !ok {
+		return
+	}
+	call, err := decodeCompile(body)
+	if err != nil {
+		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "compile: " + err.Error()})
+		return
+	}
+	ans, err := br.Binder.Compile(r.Context(), call)
+	if err != nil {
+		br.fail(w, err)
+		return
+	}
+	if call.Return == ReturnPlan {
+		ans.Request = nil
+	}
+	writeCompileAnswer(w, ans)
+}
+
+// writeCompileAnswer writes the plan with encoding/json and then the
+// rewritten request verbatim: a megabyte of request is copied once into
+// the socket, never re-encoded or re-validated.
+func writeCompileAnswer(w http.ResponseWriter, ans *CompileAnswer) {
+	plan, err := json.Marshal(&ans.CompilePlan)
+	if err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"encoding the plan"}}`, http.StatusInternalServerError)
+		return
+	}
+	size := len(plan) + 1
+	if ans.Request != nil {
+		size += len(`,"request":`) + len(ans.Request)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(http.StatusOK)
+	if ans.Request == nil {
+		w.Write(plan)
+		w.Write([]byte{'\n'})
+		return
+	}
+	w.Write(plan[:len(plan)-1])
+	w.Write([]byte(`,"request":`))
+	w.Write(ans.Request)
+	w.Write([]byte("}\n"))
+}
+
+func (br *BindingRoutes) accept(w http.ResponseWriter, r *http.Request) {
+	body, ok := br.readBody(w, r)
+	if !ok {
+		return
+	}
+	var call AcceptCall
+	if err := json.Unmarshal(body, &call); err != nil {
+		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "accept: " + err.Error()})
+		return
+	}
+	if call.CompileID == "" {
+		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `accept: "compileId" is required`})
+		return
+	}
+	ans, err := br.Binder.Accept(r.Context(), &call)
+	if err != nil {
+		br.fail(w, err)
+		return
+	}
+	writeCallJSON(w, http.StatusOK, ans)
+}
+
+func (br *BindingRoutes) release(w http.ResponseWriter, r *http.Request) {
+	body, ok := br.readBody(w, r)
+	if !ok {
+		return
+	}
+	var call ReleaseCall
+	if err := json.Unmarshal(body, &call); err != nil {
+		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "release: " + err.Error()})
+		return
+	}
+	switch {
+	case call.Conversation == "":
+		err := &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `release: "conversation" is required`}
+		br.fail(w, err)
+		return
+	case call.Signature == "" && (call.CompileID == "" || call.Path == ""):
+		err := &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `release: give "compileId" and "path", or "signature"`}
+		br.fail(w, err)
+		return
+	}
+	ans, err := br.Binder.Release(r.Context(), &call)
+	if err != nil {
+		br.fail(w, err)
+		return
+	}
+	writeCallJSON(w, http.StatusOK, ans)
+}
+
+func (br *BindingRoutes) conversation(w http.ResponseWriter, r *http.Request) {
+	st, err := br.Binder.Conversation(r.Context(), r.PathValue("id"))
+	if err != nil {
+		br.fail(w, err)
+		return
+	}
+	writeCallJSON(w, http.StatusOK, st)
+}
+
+func (br *BindingRoutes) fail(w http.ResponseWriter, err error) {
+	ce, ok := errors.AsType[*CallError](err)
+	if !ok {
+		br.logger().Error("binding call failed", "err", err)
+		ce = &CallError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error (see the daemon's log)"}
+	}
+	writeCallJSON(w, ce.Status, map[string]any{"error": map[string]string{"code": ce.Code, "message": ce.Message}})
+}
+
+func writeCallJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"encoding the answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte{'\n'})
+}

@@ -1,0 +1,443 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/my-pi/bindery/binding"
+)
+
+// The binding store: conversations, branches, compile records, stamps and
+// releases (migrations/002_binding.sql). Writes take the caller's write
+// transaction (DB.Write) so one call's records, and the events reporting
+// them, commit together; reads use the reader pool.
+
+// Retention of compile records (design/binding.md: at least the 32 most
+// recent unaccepted compiles per branch).
+type CompileRetention struct {
+	PerBranch       int // newest unaccepted compiles kept per branch (>= 32)
+	PerConversation int // and at most this many per conversation
+}
+
+// DefaultCompileRetention keeps twice the minimum per branch.
+var DefaultCompileRetention = CompileRetention{PerBranch: 64, PerConversation: 1024}
+
+// ConversationRow is a conversation's own row.
+type ConversationRow struct {
+	ID                 string
+	EngagedCompile     string // "" while not engaged
+	EngagedMs          int64
+	ParentConversation string
+	ParentBranch       string
+	SessionFile        string
+	CreatedMs          int64
+}
+
+// BranchRow is one branch of a conversation.
+type BranchRow struct {
+	Conversation       string
+	Branch             string
+	Owner              string // last accepted compile ("" none)
+	ParentConversation string
+	ParentBranch       string
+	CreatedMs          int64
+}
+
+// CompileRow is a compile's bookkeeping; Record is nil once forgotten.
+type CompileRow struct {
+	Seq          int64
+	ID           string
+	Conversation string
+	Branch       string
+	CreatedMs    int64
+	AcceptedMs   int64 // 0: not accepted
+	Stamped      int
+	Released     int
+	Record       *binding.CompileRecord
+}
+
+// StampRow is a stamp with where it came from.
+type StampRow struct {
+	binding.Stamp
+	Source       string // accept | prefix | file
+	Conversation string
+	Branch       string
+	Compile      string
+	Entry        string
+	CreatedMs    int64
+}
+
+// ReleaseRow is a release with its scope.
+type ReleaseRow struct {
+	binding.Release
+	Conversation string
+	Branch       string
+	CreatedMs    int64
+}
+
+// ConversationState is everything stored about one conversation except
+// stamps (global, read by key).
+type ConversationState struct {
+	Conversation ConversationRow
+	Found        bool
+	Branches     []BranchRow
+	Compiles     []CompileRow // in seq order; accepted ones without a record are included (Record nil)
+	Releases     []ReleaseRow // in id order
+}
+
+// UpsertConversation creates the conversation's row, or fills the fields
+// that were empty (a session file learned later). It never moves an
+// engagement or a parent once set.
+func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, engaged_compile, engaged_ms, parent_conversation, parent_branch, session_file, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			engaged_compile = coalesce(conversations.engaged_compile, excluded.engaged_compile),
+			engaged_ms = coalesce(conversations.engaged_ms, excluded.engaged_ms),
+			session_file = coalesce(excluded.session_file, conversations.session_file)`,
+		c.ID, nullString(c.EngagedCompile), nullInt(c.EngagedMs), nullString(c.ParentConversation), nullString(c.ParentBranch),
+		nullString(c.SessionFile), c.CreatedMs)
+	if err != nil {
+		return fmt.Errorf("upsert conversation %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// UpsertBranch creates the branch's row if missing and sets its owner when
+// owner is not empty.
+func UpsertBranch(ctx context.Context, tx *sql.Tx, b BranchRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO branches (conversation, branch, owner, parent_conversation, parent_branch, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`,
+		b.Conversation, b.Branch, nullString(b.Owner), nullString(b.ParentConversation), nullString(b.ParentBranch), b.CreatedMs)
+	if err != nil {
+		return fmt.Errorf("upsert branch %s/%s: %w", b.Conversation, b.Branch, err)
+	}
+	return nil
+}
+
+// NextCompileSeq returns the seq the next inserted compile gets (the
+// AUTOINCREMENT high-water mark plus one), so a record can carry its seq.
+func NextCompileSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'compiles'`).Scan(&last)
+	if err != nil && err != sql.ErrNoRows {
+		return 0, fmt.Errorf("next compile seq: %w", err)
+	}
+	return last + 1, nil
+}
+
+// InsertCompile stores a compile record (rec.Seq is the row's seq) and
+// forgets what retention no longer keeps on its branch and conversation.
+// It returns the ids of unaccepted compiles it deleted.
+func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64, keep CompileRetention) ([]string, error) {
+	blob, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`,
+		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, blob); err != nil {
+		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
+	}
+	if keep.PerBranch < 32 {
+		keep.PerBranch = 32
+	}
+	if keep.PerConversation < keep.PerBranch {
+		keep.PerConversation = keep.PerBranch
+	}
+	rows, err := tx.QueryContext(ctx, `DELETE FROM compiles WHERE accepted_ms IS NULL AND (
+			seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?3)
+			OR seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?4))
+		RETURNING id`, rec.Conversation, rec.Branch, keep.PerBranch, keep.PerConversation)
+	if err != nil {
+		return nil, fmt.Errorf("forget compiles of %s/%s: %w", rec.Conversation, rec.Branch, err)
+	}
+	defer rows.Close()
+	var gone []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("forget compiles: %w", err)
+		}
+		gone = append(gone, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("forget compiles: %w", err)
+	}
+	return gone, nil
+}
+
+// MarkAccepted records that a compile was accepted and what its accept
+// recorded, and drops the records of accepted compiles of the branch that
+// are neither its owner nor among its newest keep.PerBranch.
+func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int, keep CompileRetention) error {
+	blob, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`,
+		acceptedMs, stamped, released, blob, rec.ID)
+	if err != nil {
+		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("accept compile %s: %w", rec.ID, binding.ErrUnknownCompile)
+	}
+	if keep.PerBranch < 32 {
+		keep.PerBranch = 32
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NOT NULL AND record IS NOT NULL AND id != ?3
+		AND seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 ORDER BY seq DESC LIMIT -1 OFFSET ?4)`,
+		rec.Conversation, rec.Branch, rec.ID, keep.PerBranch)
+	if err != nil {
+		return fmt.Errorf("forget accepted records of %s/%s: %w", rec.Conversation, rec.Branch, err)
+	}
+	return nil
+}
+
+// InsertStamps records stamps; a key already stamped keeps its first stamp.
+// It returns the stamps actually inserted.
+func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRow, error) {
+	if len(stamps) == 0 {
+		return nil, nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
+	if err != nil {
+		return nil, fmt.Errorf("insert stamps: %w", err)
+	}
+	defer stmt.Close()
+	var added []StampRow
+	for _, s := range stamps {
+		var pred any
+		if !s.Pred.IsZero() {
+			pred = s.Pred[:]
+		}
+		res, err := stmt.ExecContext(ctx, s.Key[:], s.Seed[:], s.Chain[:], pred, s.Model, s.Source, s.Conversation, s.Branch,
+			nullString(s.Compile), nullString(s.Entry), s.CreatedMs)
+		if err != nil {
+			return nil, fmt.Errorf("insert stamp: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			added = append(added, s)
+		}
+	}
+	return added, nil
+}
+
+// LinkStampEntries links stamps (by key) to the session entry holding
+// them, where not yet linked; it returns how many it linked.
+func LinkStampEntries(ctx context.Context, tx *sql.Tx, entry string, keys []binding.Digest) (int, error) {
+	n := 0
+	for _, k := range keys {
+		res, err := tx.ExecContext(ctx, `UPDATE stamps SET entry = ? WHERE key = ? AND entry IS NULL`, entry, k[:])
+		if err != nil {
+			return n, fmt.Errorf("link stamp to entry %s: %w", entry, err)
+		}
+		d, _ := res.RowsAffected()
+		n += int(d)
+	}
+	return n, nil
+}
+
+// InsertReleases records releases on a branch (a block released twice
+// keeps its first release). It returns the releases actually inserted.
+func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]ReleaseRow, error) {
+	if len(rels) == 0 {
+		return nil, nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`)
+	if err != nil {
+		return nil, fmt.Errorf("insert releases: %w", err)
+	}
+	defer stmt.Close()
+	var added []ReleaseRow
+	for _, r := range rels {
+		res, err := stmt.ExecContext(ctx, r.Conversation, r.Branch, r.Key[:], r.Reason, nullString(r.Compile), r.Message,
+			nullString(r.Path), r.Seq, r.CreatedMs)
+		if err != nil {
+			return nil, fmt.Errorf("insert release: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			added = append(added, r)
+		}
+	}
+	return added, nil
+}
+
+// IngestHighWater is the largest entries.seq: a release recorded now gets
+// it as its seq, so "ingested after the release" is entries.seq > seq.
+func IngestHighWater(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("ingest high water: %w", err)
+	}
+	return n, nil
+}
+
+// LoadConversation reads one conversation's stored state.
+func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationState, error) {
+	st := &ConversationState{}
+	var engaged, parentConv, parentBranch, file sql.NullString
+	var engagedMs sql.NullInt64
+	err := d.readers.QueryRowContext(ctx, `SELECT id, engaged_compile, engaged_ms, parent_conversation, parent_branch, session_file, created_ms
+		FROM conversations WHERE id = ?`, id).Scan(&st.Conversation.ID, &engaged, &engagedMs, &parentConv, &parentBranch, &file, &st.Conversation.CreatedMs)
+	switch {
+	case err == sql.ErrNoRows:
+		st.Conversation.ID = id
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("load conversation %s: %w", id, err)
+	}
+	st.Found = true
+	st.Conversation.EngagedCompile, st.Conversation.EngagedMs = engaged.String, engagedMs.Int64
+	st.Conversation.ParentConversation, st.Conversation.ParentBranch, st.Conversation.SessionFile = parentConv.String, parentBranch.String, file.String
+
+	rows, err := d.readers.QueryContext(ctx, `SELECT branch, owner, parent_conversation, parent_branch, created_ms FROM branches WHERE conversation = ? ORDER BY created_ms, branch`, id)
+	if err != nil {
+		return nil, fmt.Errorf("load branches of %s: %w", id, err)
+	}
+	for rows.Next() {
+		b := BranchRow{Conversation: id}
+		var owner, pc, pb sql.NullString
+		if err := rows.Scan(&b.Branch, &owner, &pc, &pb, &b.CreatedMs); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load branches of %s: %w", id, err)
+		}
+		b.Owner, b.ParentConversation, b.ParentBranch = owner.String, pc.String, pb.String
+		st.Branches = append(st.Branches, b)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load branches of %s: %w", id, err)
+	}
+
+	if st.Compiles, err = d.compiles(ctx, `WHERE conversation = ? ORDER BY seq`, id); err != nil {
+		return nil, fmt.Errorf("load compiles of %s: %w", id, err)
+	}
+
+	rows, err = d.readers.QueryContext(ctx, `SELECT branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("load releases of %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := ReleaseRow{Conversation: id}
+		var key []byte
+		var compile, path sql.NullString
+		if err := rows.Scan(&r.Branch, &key, &r.Reason, &compile, &r.Message, &path, &r.Seq, &r.CreatedMs); err != nil {
+			return nil, fmt.Errorf("load releases of %s: %w", id, err)
+		}
+		copy(r.Key[:], key)
+		r.Compile, r.Path = compile.String, path.String
+		st.Releases = append(st.Releases, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load releases of %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// Compile reads one compile by id; found is false when it is unknown or
+// was forgotten.
+func (d *DB) Compile(ctx context.Context, id string) (c CompileRow, found bool, err error) {
+	cs, err := d.compiles(ctx, `WHERE id = ?`, id)
+	if err != nil || len(cs) == 0 {
+		return CompileRow{}, false, err
+	}
+	return cs[0], true, nil
+}
+
+func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]CompileRow, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, conversation, branch, created_ms, accepted_ms, stamped, released, record FROM compiles `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []CompileRow
+	for rows.Next() {
+		var c CompileRow
+		var acc sql.NullInt64
+		var blob []byte
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Conversation, &c.Branch, &c.CreatedMs, &acc, &c.Stamped, &c.Released, &blob); err != nil {
+			return nil, err
+		}
+		c.AcceptedMs = acc.Int64
+		if blob != nil {
+			c.Record = new(binding.CompileRecord)
+			if err := json.Unmarshal(blob, c.Record); err != nil {
+				return nil, fmt.Errorf("compile %s record: %w", c.ID, err)
+			}
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Stamps reads the stamps of the given keys (missing keys are absent).
+func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]StampRow, error) {
+	out := make(map[binding.Digest]StampRow, len(keys))
+	const batch = 200
+	for i := 0; i < len(keys); i += batch {
+		part := keys[i:min(i+batch, len(keys))]
+		args := make([]any, len(part))
+		for j := range part {
+			args[j] = part[j][:]
+		}
+		q := `SELECT key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms FROM stamps WHERE key IN (?` +
+			strings.Repeat(",?", len(part)-1) + `)`
+		rows, err := d.readers.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read stamps: %w", err)
+		}
+		for rows.Next() {
+			var s StampRow
+			var key, seed, chain, pred []byte
+			var compile, entry sql.NullString
+			if err := rows.Scan(&key, &seed, &chain, &pred, &s.Model, &s.Source, &s.Conversation, &s.Branch, &compile, &entry, &s.CreatedMs); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read stamps: %w", err)
+			}
+			copy(s.Key[:], key)
+			copy(s.Seed[:], seed)
+			copy(s.Chain[:], chain)
+			copy(s.Pred[:], pred)
+			s.Compile, s.Entry = compile.String, entry.String
+			out[s.Key] = s
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read stamps: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// StampCounts returns how many stamps each branch of a conversation
+// minted, and the conversation's total.
+func (d *DB) StampCounts(ctx context.Context, conversation string) (map[string]int, int, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT branch, count(*) FROM stamps WHERE conversation = ? GROUP BY branch`, conversation)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	total := 0
+	for rows.Next() {
+		var b string
+		var n int
+		if err := rows.Scan(&b, &n); err != nil {
+			return nil, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
+		}
+		out[b] = n
+		total += n
+	}
+	return out, total, rows.Err()
+}
+
+func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }

@@ -1,0 +1,235 @@
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/my-pi/bindery/binding"
+)
+
+func bdigest(s string) binding.Digest { return binding.Digest(sha256.Sum256([]byte(s))) }
+
+func testRecord(id, conv, branch string, seq int64) *binding.CompileRecord {
+	return &binding.CompileRecord{
+		ID: id, Conversation: conv, Branch: branch, Seq: seq, Model: "claude-opus-4-5", Binds: true,
+		Seed: bdigest("seed"), End: bdigest("end" + id), LastRead: bdigest("k1"),
+		Kept:   []binding.KeptBlock{{Key: bdigest("k1"), Orig: binding.Pos{Message: 1, Block: 0}, Sent: binding.Pos{Message: 1, Block: 0}}},
+		Sent:   []binding.SentMessage{{Orig: 0, Frame: 7}, {Orig: 1, Frame: 9, Blocks: []uint64{1, 2}}},
+		Strips: []binding.Release{{Key: bdigest("k0"), Reason: string(binding.ReasonPrefixChanged), Compile: id, Message: 1, Path: "messages.1.content.0"}},
+	}
+}
+
+func insertCompile(t *testing.T, d *DB, id, conv, branch string) *binding.CompileRecord {
+	t.Helper()
+	var rec *binding.CompileRecord
+	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		seq, err := NextCompileSeq(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rec = testRecord(id, conv, branch, seq)
+		if err := UpsertConversation(ctx, tx, ConversationRow{ID: conv, CreatedMs: 1}); err != nil {
+			return err
+		}
+		if err := UpsertBranch(ctx, tx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
+			return err
+		}
+		_, err = InsertCompile(ctx, tx, rec, time.Now().UnixMilli(), CompileRetention{PerBranch: 32, PerConversation: 48})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestBindingStoreRoundTrip(t *testing.T) {
+	d := mustOpen(t)
+	rec := insertCompile(t, d, "c1", "conv", "b")
+	got, found, err := d.Compile(t.Context(), "c1")
+	if err != nil || !found {
+		t.Fatalf("compile c1: found=%v err=%v", found, err)
+	}
+	if got.Record == nil || got.Record.Seq != rec.Seq || got.Record.Kept[0].Key != rec.Kept[0].Key || got.Record.Sent[1].Blocks[1] != 2 ||
+		got.Record.Strips[0].Path != "messages.1.content.0" || got.AcceptedMs != 0 {
+		t.Fatalf("record round trip: %+v", got)
+	}
+	if _, found, _ := d.Compile(t.Context(), "nope"); found {
+		t.Fatal("unknown compile found")
+	}
+
+	// accept: stamps, releases, owner, engagement, in one transaction
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		hw, err := IngestHighWater(ctx, tx)
+		if err != nil {
+			return err
+		}
+		st := []StampRow{{Stamp: binding.Stamp{Key: bdigest("r1"), Seed: bdigest("seed"), Chain: bdigest("ch"), Model: "m"}, Source: "accept", Conversation: "conv", Branch: "b", Compile: "c1", CreatedMs: 5}}
+		if added, err := InsertStamps(ctx, tx, append(st, st...)); err != nil || len(added) != 1 {
+			return fmt.Errorf("stamps added %d: %v", len(added), err)
+		}
+		rl := []ReleaseRow{{Release: binding.Release{Key: bdigest("k0"), Reason: "prefix-changed", Compile: "c1", Message: 1, Path: "messages.1.content.0", Seq: hw}, Conversation: "conv", Branch: "b", CreatedMs: 5}}
+		if added, err := InsertReleases(ctx, tx, append(rl, rl...)); err != nil || len(added) != 1 {
+			return fmt.Errorf("releases added %d: %v", len(added), err)
+		}
+		if err := UpsertBranch(ctx, tx, BranchRow{Conversation: "conv", Branch: "b", Owner: "c1", CreatedMs: 9}); err != nil {
+			return err
+		}
+		if err := UpsertConversation(ctx, tx, ConversationRow{ID: "conv", EngagedCompile: "c1", EngagedMs: 5, CreatedMs: 9}); err != nil {
+			return err
+		}
+		rec.Accepted = true
+		return MarkAccepted(ctx, tx, rec, 5, 1, 1, DefaultCompileRetention)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a second accept of the same compile is refused by the store
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		return MarkAccepted(ctx, tx, rec, 6, 1, 1, DefaultCompileRetention)
+	})
+	if binding.Code(err) != "unknown-compile" {
+		t.Fatalf("second MarkAccepted: %v", err)
+	}
+	st, err := d.LoadConversation(t.Context(), "conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Found || st.Conversation.EngagedCompile != "c1" || len(st.Branches) != 1 || st.Branches[0].Owner != "c1" ||
+		len(st.Compiles) != 1 || st.Compiles[0].AcceptedMs != 5 || st.Compiles[0].Stamped != 1 || !st.Compiles[0].Record.Accepted ||
+		len(st.Releases) != 1 || st.Releases[0].Key != bdigest("k0") || st.Releases[0].Path != "messages.1.content.0" {
+		t.Fatalf("state: %+v", st)
+	}
+	stamps, err := d.Stamps(t.Context(), []binding.Digest{bdigest("r1"), bdigest("absent")})
+	if err != nil || len(stamps) != 1 || stamps[bdigest("r1")].Chain != bdigest("ch") || !stamps[bdigest("r1")].Pred.IsZero() {
+		t.Fatalf("stamps: %+v %v", stamps, err)
+	}
+	if _, total, _ := d.StampCounts(t.Context(), "conv"); total != 1 {
+		t.Fatalf("stamp count %d", total)
+	}
+	// linking to the session entry happens once
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		for i, want := range []int{1, 0} {
+			n, err := LinkStampEntries(ctx, tx, "e1", []binding.Digest{bdigest("r1")})
+			if err != nil || n != want {
+				return fmt.Errorf("link %d: n=%d err=%v", i, n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// an engagement is never moved
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		return UpsertConversation(ctx, tx, ConversationRow{ID: "conv", EngagedCompile: "c9", EngagedMs: 99, SessionFile: "/f", CreatedMs: 9})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := d.LoadConversation(t.Context(), "conv"); st.Conversation.EngagedCompile != "c1" || st.Conversation.SessionFile != "/f" {
+		t.Fatalf("engagement moved or file not learned: %+v", st.Conversation)
+	}
+}
+
+// At least 32 unaccepted compiles per branch are remembered; older ones
+// are forgotten, bounded per conversation too.
+func TestCompileRetention(t *testing.T) {
+	d := mustOpen(t)
+	for i := range 40 {
+		insertCompile(t, d, fmt.Sprintf("a%02d", i), "conv", "a")
+	}
+	for i := 0; i < 8; i++ {
+		if _, found, _ := d.Compile(t.Context(), fmt.Sprintf("a%02d", i)); found {
+			t.Fatalf("a%02d should be forgotten", i)
+		}
+	}
+	for i := 8; i < 40; i++ {
+		if _, found, _ := d.Compile(t.Context(), fmt.Sprintf("a%02d", i)); !found {
+			t.Fatalf("a%02d should be remembered", i)
+		}
+	}
+	// a second branch: the conversation bound (48) forgets the oldest of a
+	for i := range 20 {
+		insertCompile(t, d, fmt.Sprintf("b%02d", i), "conv", "b")
+	}
+	st, err := d.LoadConversation(t.Context(), "conv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Compiles) != 48 {
+		t.Fatalf("remembered %d compiles, want 48", len(st.Compiles))
+	}
+	if _, found, _ := d.Compile(t.Context(), "b00"); !found {
+		t.Fatal("newest branch lost a compile")
+	}
+	// seqs never repeat, even after deletions
+	seen := map[int64]bool{}
+	for _, c := range st.Compiles {
+		if seen[c.Seq] {
+			t.Fatalf("seq %d twice", c.Seq)
+		}
+		seen[c.Seq] = true
+	}
+}
+
+func TestEventBoundsAndPrune(t *testing.T) {
+	d := mustOpen(t)
+	if o, l, err := d.EventBounds(t.Context()); err != nil || o != 0 || l != 0 {
+		t.Fatalf("empty bounds %d %d %v", o, l, err)
+	}
+	old := time.Now().Add(-2 * time.Hour).UnixMilli()
+	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		for i := range 30 {
+			if _, err := AppendEvent(ctx, tx, "accept", "c", map[string]int{"i": i}); err != nil {
+				return err
+			}
+		}
+		// the first ten are old
+		_, err := tx.ExecContext(ctx, `UPDATE events SET time_ms = ? WHERE seq <= 10`, old)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		n, err = PruneEvents(ctx, tx, EventRetention{MaxAge: time.Hour}, time.Now())
+		return err
+	})
+	if err != nil || n != 10 {
+		t.Fatalf("pruned by age %d: %v", n, err)
+	}
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		n, err = PruneEvents(ctx, tx, EventRetention{MaxCount: 5, MaxAge: time.Hour}, time.Now())
+		return err
+	})
+	if err != nil || n != 15 {
+		t.Fatalf("pruned by count %d: %v", n, err)
+	}
+	if o, l, err := d.EventBounds(t.Context()); err != nil || o != 26 || l != 30 {
+		t.Fatalf("bounds %d %d %v", o, l, err)
+	}
+	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM events`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// an empty log still knows the last seq; the next one continues it
+	if o, l, _ := d.EventBounds(t.Context()); o != 0 || l != 30 {
+		t.Fatalf("bounds after emptying: %d %d", o, l)
+	}
+	d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		e, err := AppendEvent(ctx, tx, "accept", "c", nil)
+		if e.Seq != 31 {
+			t.Errorf("seq after emptying = %d", e.Seq)
+		}
+		return err
+	})
+}
