@@ -121,3 +121,62 @@ CREATE TABLE events (
     fields       TEXT    NOT NULL DEFAULT '{}' -- a JSON object of the type's fields
 );
 CREATE INDEX events_conversation ON events(conversation, seq);
+
+-- The binding state (migrations/002_binding.sql): see that file for what each table holds.
+CREATE TABLE conversations (
+    id                  TEXT    PRIMARY KEY,
+    engaged_compile     TEXT,
+    engaged_ms          INTEGER,
+    parent_conversation TEXT,
+    parent_branch       TEXT,
+    session_file        TEXT,
+    created_ms          INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE branches (
+    conversation        TEXT    NOT NULL,
+    branch              TEXT    NOT NULL,
+    owner               TEXT,
+    parent_conversation TEXT,
+    parent_branch       TEXT,
+    created_ms          INTEGER NOT NULL,
+    PRIMARY KEY (conversation, branch)
+) WITHOUT ROWID;
+CREATE TABLE compiles (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT    NOT NULL UNIQUE,
+    conversation TEXT    NOT NULL,
+    branch       TEXT    NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    accepted_ms  INTEGER,          -- NULL: not accepted
+    stamped      INTEGER NOT NULL DEFAULT 0, -- what the accept recorded (answered again on a repeat)
+    released     INTEGER NOT NULL DEFAULT 0,
+    record       BLOB              -- NULL once forgotten (accepted compiles only)
+);
+CREATE INDEX compiles_branch ON compiles(conversation, branch, seq);
+CREATE TABLE stamps (
+    key          BLOB    PRIMARY KEY,
+    seed         BLOB    NOT NULL,
+    chain        BLOB    NOT NULL,
+    pred         BLOB,             -- NULL: the model read no thinking block before it
+    model        TEXT    NOT NULL,
+    source       TEXT    NOT NULL, -- accept | prefix | file
+    conversation TEXT    NOT NULL,
+    branch       TEXT    NOT NULL,
+    compile      TEXT,
+    entry        TEXT,
+    created_ms   INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX stamps_conversation ON stamps(conversation);
+CREATE TABLE releases (
+    id           INTEGER PRIMARY KEY,
+    conversation TEXT    NOT NULL,
+    branch       TEXT    NOT NULL,
+    key          BLOB    NOT NULL,
+    reason       TEXT    NOT NULL,
+    compile      TEXT,
+    message      INTEGER NOT NULL DEFAULT -1,
+    path         TEXT,
+    seq          INTEGER NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    UNIQUE (conversation, branch, key)
+);
