@@ -103,10 +103,10 @@ type Cache struct {
 	Input  int64 `json:"input"` // uncached input
 	Output int64 `json:"output"`
 
-	HitRatio      float64 `json:"hitRatio"`      // Read / (Read+Write+Input) (derived)
-	ReadPerReq    float64 `json:"readPerRequest"` // means over completed requests (derived)
-	WritePerReq   float64 `json:"writePerRequest"`
-	InputPerReq   float64 `json:"inputPerRequest"`
+	HitRatio    float64 `json:"hitRatio"`       // Read / (Read+Write+Input) (derived)
+	ReadPerReq  float64 `json:"readPerRequest"` // means over completed requests (derived)
+	WritePerReq float64 `json:"writePerRequest"`
+	InputPerReq float64 `json:"inputPerRequest"`
 }
 
 // Spend is money in USD. A request is priced from pi's usage.cost when it

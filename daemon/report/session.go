@@ -221,10 +221,10 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		reqs      []Request
 		costs     []*watcher.Cost // pi's usage.cost per request, for break prices
 		residents []resident
-		cycle     = 1 // cycle of the next assistant turn
+		cycle     = 0 // cycle of the next assistant turn; 0 until the first user turn
 		turns     = 0 // completed turns in the current cycle
 		lengths   []int
-		volumes   []Volume // per cycle, index cycle-1
+		volumes   []Volume // per cycle, indexed by cycle
 		closedRes int64    // resident thinking of closed cycles (within the compaction window)
 		openRes   int64    // resident thinking of the current cycle
 		posOf     = make(map[string]int, len(path))
@@ -333,7 +333,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			addSpend(&f.Spend, e, prices)
 
 			var made int64
-			v := &volumes[cycle-1]
+			v := &volumes[cycle]
 			for _, b := range e.Thinking {
 				tok := estimateTokens(b.Chars)
 				made += tok
@@ -463,12 +463,14 @@ func request(e *watcher.Entry, prices *Prices) Request {
 }
 
 // addSpend prices one reply: pi's usage.cost when it has the four parts;
-// else the price table when it prices every kind of token the reply used;
+// else the price table when the usage has all four token counts and the
+// table prices every kind of token the reply used;
 // else pi's cost.total alone (as Unsplit); else unpriced.
 func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 	u := e.Usage
 	if u == nil {
-		u = &watcher.Usage{}
+		s.unpriced(e.Model)
+		return
 	}
 	if c := u.Cost; c != nil && c.Input != nil && c.Output != nil && c.CacheRead != nil && c.CacheWrite != nil {
 		s.Input += *c.Input
@@ -479,7 +481,8 @@ func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 		s.FromPi++
 		return
 	}
-	if p, ok := prices.Lookup(e.Model); ok {
+	complete := u.Input != nil && u.Output != nil && u.CacheRead != nil && u.CacheWrite != nil
+	if p, ok := prices.Lookup(e.Model); ok && complete {
 		in, okI := perToken(p.Input, val(u.Input))
 		out, okO := perToken(p.Output, val(u.Output))
 		rd, okR := perToken(p.CacheRead, val(u.CacheRead))
@@ -500,12 +503,15 @@ func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 		s.FromPi++
 		return
 	}
+	s.unpriced(e.Model)
+}
+
+func (s *Spend) unpriced(model string) {
 	s.Unpriced++
-	name := e.Model
-	if name == "" {
-		name = "(no model)"
+	if model == "" {
+		model = "(no model)"
 	}
-	s.UnpricedModels = mergeNames(s.UnpricedModels, []string{name})
+	s.UnpricedModels = mergeNames(s.UnpricedModels, []string{model})
 }
 
 // perToken prices n tokens at perMillion; zero tokens need no price.
