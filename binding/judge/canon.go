@@ -1,0 +1,180 @@
+package judge
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"sort"
+)
+
+// This file is the judge's own notion of "the same value": it decodes JSON
+// with UseNumber into plain Go values, drops cache_control where it is a
+// marker, and feeds a tagged, length-framed encoding into SHA-256. It shares
+// no code with package binding on purpose: two independent implementations
+// of one documented rule are the point of the judge.
+
+// decode parses a JSON document into maps, slices, strings, json.Number,
+// bools and nil.
+func decode(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// feed writes v into h as a tagged, length-prefixed encoding: key order and
+// inter-token whitespace are gone, string contents (whitespace included) stay.
+func feed(h hash.Hash, v any) {
+	var n [8]byte
+	putLen := func(x int) {
+		binary.BigEndian.PutUint64(n[:], uint64(x))
+		h.Write(n[:])
+	}
+	switch x := v.(type) {
+	case nil:
+		h.Write([]byte{'z'})
+	case bool:
+		if x {
+			h.Write([]byte{'T'})
+		} else {
+			h.Write([]byte{'F'})
+		}
+	case json.Number:
+		h.Write([]byte{'#'})
+		putLen(len(x))
+		h.Write([]byte(x))
+	case string:
+		h.Write([]byte{'"'})
+		putLen(len(x))
+		h.Write([]byte(x))
+	case []any:
+		h.Write([]byte{'['})
+		putLen(len(x))
+		for _, e := range x {
+			feed(h, e)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		h.Write([]byte{'{'})
+		putLen(len(keys))
+		for _, k := range keys {
+			putLen(len(k))
+			h.Write([]byte(k))
+			feed(h, x[k])
+		}
+	default:
+		panic(fmt.Sprintf("judge: unexpected decoded type %T", v))
+	}
+}
+
+// withoutMarker returns a content block (or system block, or tool) without
+// its cache_control marker, and without cache_control on the content blocks
+// nested in a tool_result. Payloads (tool_use input, input_schema) keep theirs.
+func withoutMarker(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		if k == "cache_control" {
+			continue
+		}
+		out[k] = e
+	}
+	if m["type"] == "tool_result" {
+		if inner, ok := m["content"].([]any); ok {
+			c := make([]any, len(inner))
+			for i, e := range inner {
+				c[i] = withoutMarker(e)
+			}
+			out["content"] = c
+		}
+	}
+	return out
+}
+
+func digestOf(tag string, v any) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(tag))
+	feed(h, v)
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// systemDigest covers the top-level system (absent, string or blocks).
+func systemDigest(body map[string]any) [32]byte {
+	sys, ok := body["system"]
+	if !ok {
+		return digestOf("judge/system/absent", nil)
+	}
+	if arr, ok := sys.([]any); ok {
+		c := make([]any, len(arr))
+		for i, e := range arr {
+			c[i] = withoutMarker(e)
+		}
+		sys = c
+	}
+	return digestOf("judge/system", sys)
+}
+
+// toolsDigest covers the tools not marked defer_loading: true, in order.
+func toolsDigest(body map[string]any) [32]byte {
+	arr, _ := body["tools"].([]any)
+	var kept []any
+	for _, t := range arr {
+		if m, ok := t.(map[string]any); ok && m["defer_loading"] == true {
+			continue
+		}
+		kept = append(kept, withoutMarker(t))
+	}
+	return digestOf("judge/tools", kept)
+}
+
+// chain is the running digest over the messages' non-thinking content.
+type chain [32]byte
+
+func chainStart() chain { return chain(digestOf("judge/chain/start", nil)) }
+
+func (c chain) step(tag string, v any) chain {
+	h := sha256.New()
+	h.Write(c[:])
+	h.Write([]byte(tag))
+	feed(h, v)
+	var d chain
+	h.Sum(d[:0])
+	return d
+}
+
+// frame is a message without its content blocks: role, every other field,
+// and the shape of content (a string content is part of the frame).
+func frame(m map[string]any) any {
+	f := make(map[string]any, len(m))
+	for k, v := range m {
+		f[k] = v
+	}
+	if _, isArr := m["content"].([]any); isArr {
+		delete(f, "content")
+		f["\x00content is an array"] = true
+	}
+	return f
+}
+
+func isThinking(b map[string]any) bool {
+	t := b["type"]
+	return t == "thinking" || t == "redacted_thinking"
+}
