@@ -1,0 +1,763 @@
+package binding
+
+// The decision, per compile (design/binding.md "The decision, per compile"):
+// individual verdicts, the kept set (run rule, latest assistant message,
+// choice), emptied messages dropped, attribution by prefix before deciding,
+// and cache.firstChange against the branch owner.
+
+// CompileInput is everything one compile decision reads. The daemon loads:
+//   - Stamps: the stamps for StampKeys(Request) (a missing key means no stamp);
+//   - Released: the keys released on this branch (ReleaseReaches /
+//     InheritedReleases decide which releases apply to a branch);
+//   - Remembered: the branch's remembered compiles (Retain bounds them), for
+//     attribution by prefix; accepted ones included;
+//   - Owner: the branch's last accepted compile, for cache.firstChange;
+//   - Engaged: the conversation's engagement (or its parent's, for a fork).
+type CompileInput struct {
+	ID           string // the compile id the daemon chose
+	Conversation string
+	Branch       string // pi: leaf entry id; other hosts: branch name
+	Seq          int64  // the daemon's monotonic compile sequence
+
+	Request       *Request // parsed (ParseRequest); Bound false gives an empty plan
+	BindsThinking *bool    // the host's override; nil: Models.Binds(Request.Model)
+	DryRun        bool
+	Engaged       bool
+
+	Stamps     map[Digest]Stamp
+	Released   map[Digest]bool
+	Remembered []*CompileRecord
+	Owner      *CompileRecord
+	Models     *ModelTable // nil: DefaultModelTable()
+}
+
+// Strip is one thinking block the compile removes, at its position in the
+// request as the host gave it.
+type Strip struct {
+	Pos
+	Key    Digest
+	Reason Reason
+	Tokens int
+}
+
+// Cache causes (api.md cache.cause).
+const (
+	CauseNone    = "none"
+	CauseHost    = "host"
+	CauseBindery = "bindery"
+)
+
+// CacheChange is cache.firstChange: the first position at which the request
+// as sent differs from the branch owner's request as sent ("system" when the
+// seed, system or tools, differs; "" when nothing before the end of the
+// owner's request changed), and whether the host's own request already
+// differed there (host) or only bindery's strip made it differ (bindery).
+type CacheChange struct {
+	Path  string
+	Cause string
+}
+
+// StampSkip is a reply bindery could not attribute: two remembered compiles
+// whose sent messages end where the reply's message begins disagree on what
+// the reply was minted under, and no accept said which (an event,
+// stamp-skipped). Its thinking is stripped (no-stamp).
+type StampSkip struct {
+	Message  int      // the reply's message index in the request as the host gave it
+	Compiles []string // the compiles that qualified
+}
+
+// CompilePersist is what a compile must make durable before it answers:
+// its record and the stamps attribution made. Empty for a dry run and for a
+// request that is not bound.
+type CompilePersist struct {
+	Record *CompileRecord
+	Stamps []Stamp
+}
+
+// Compiled is the decision for one compile.
+type Compiled struct {
+	ID      string
+	Bound   bool // false: not a Messages body; nothing stripped, nothing to persist
+	Binds   bool // the target binds thinking (the resolved bindsThinking)
+	Engaged bool
+	// FirstAfterEngagement: the first compile of the branch since the
+	// conversation engaged; its no-stamp strips are the one-time strip of
+	// unstamped history.
+	FirstAfterEngagement bool
+
+	Strips  []Strip // in request order
+	Dropped []int   // messages the strip emptied, original indices
+	Kept    []Digest
+	Cache   CacheChange
+	Skipped []StampSkip
+	Stamped int // stamps made by attribution
+
+	// Record is the compile record (also for a dry run, so a caller can
+	// inspect it); Persist says what to store.
+	Record  *CompileRecord
+	Persist CompilePersist
+}
+
+// Thinking counts the stripped thinking blocks (api.md thinkingStripped).
+func (c *Compiled) Thinking() int { return len(c.Strips) }
+
+// StripAt reports whether the block at p is stripped.
+func (c *Compiled) StripAt(p Pos) bool {
+	for _, s := range c.Strips {
+		if s.Pos == p {
+			return true
+		}
+	}
+	return false
+}
+
+// StampKeys lists the keys of the request's signed thinking blocks, in order
+// and without repeats: the stamps the daemon must load for a compile.
+func StampKeys(r *Request) []Digest {
+	if r == nil {
+		return nil
+	}
+	var keys []Digest
+	seen := map[Digest]bool{}
+	for i := range r.Messages {
+		for _, b := range r.Messages[i].Blocks {
+			if isThinking(b.Kind) && b.Signed && !seen[b.Key] {
+				seen[b.Key] = true
+				keys = append(keys, b.Key)
+			}
+		}
+	}
+	return keys
+}
+
+func isThinking(k BlockKind) bool { return k == KindThinking || k == KindRedacted }
+
+// tblock is one thinking block of the request being decided.
+type tblock struct {
+	msg, blk int
+	key      Digest
+	signed   bool
+	dup      bool // an earlier block of the request has the same key
+	tokens   int
+	hostPrev Digest // key of the previous signed thinking block in the request (assumed predecessor without a stamp)
+
+	chain      Digest // chain(b) as sent (recomputed after dropped messages)
+	reason     Reason // "" while valid
+	pred       Digest
+	stamped    bool
+	unreadable bool // stamped by a model the target cannot read
+	kept       bool
+}
+
+// maxDropRounds bounds the fixed point between dropped messages and the
+// chains after them; beyond it every thinking block is stripped (always
+// safe: the provider accepts a request with no thinking).
+const maxDropRounds = 8
+
+// Compile decides one compile. It reads only its input; it returns an error
+// only for a missing request.
+func Compile(in CompileInput) (*Compiled, error) {
+	req := in.Request
+	if req == nil {
+		return nil, ErrNoRequest
+	}
+	models := in.Models
+	if models == nil {
+		models = DefaultModelTable()
+	}
+	binds := models.Binds(req.Model)
+	if in.BindsThinking != nil {
+		binds = *in.BindsThinking
+	}
+	out := &Compiled{ID: in.ID, Bound: req.Bound, Binds: binds, Engaged: in.Engaged}
+	out.FirstAfterEngagement = in.Engaged && (in.Owner == nil || !in.Owner.Engaged)
+	if !req.Bound {
+		out.Cache = CacheChange{Cause: CauseNone}
+		return out, nil
+	}
+	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]Stamp{}}
+	d.collect()
+	d.decide()
+	d.finish(out)
+	return out, nil
+}
+
+type decider struct {
+	in     *CompileInput
+	req    *Request
+	models *ModelTable
+	binds  bool
+
+	tb         []tblock
+	latest     int // index of the latest assistant message, -1 if none
+	dropped    []bool
+	msgStart   []Digest // chain before each message, as sent
+	end        Digest   // chain after the last sent message
+	attributed map[Digest]Stamp
+	attrOrder  []Digest
+	skipped    map[int][]string
+}
+
+func (d *decider) collect() {
+	d.latest = -1
+	seen := map[Digest]bool{}
+	var prev Digest
+	for i := range d.req.Messages {
+		m := &d.req.Messages[i]
+		if m.Role == "assistant" {
+			d.latest = i
+		}
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			if !isThinking(b.Kind) {
+				continue
+			}
+			t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, hostPrev: prev, chain: b.Chain}
+			if b.Signed {
+				t.dup = seen[b.Key]
+				seen[b.Key] = true
+				prev = b.Key
+			}
+			d.tb = append(d.tb, t)
+		}
+	}
+	d.dropped = make([]bool, len(d.req.Messages))
+}
+
+func (d *decider) stamp(k Digest) (Stamp, bool) {
+	if s, ok := d.in.Stamps[k]; ok {
+		return s, true
+	}
+	s, ok := d.attributed[k]
+	return s, ok
+}
+
+// decide runs verdicts and the kept set to a fixed point with the dropped
+// messages (a dropped message changes the chain of everything after it).
+func (d *decider) decide() {
+	d.sentChains()
+	for round := 0; ; round++ {
+		d.attribute()
+		d.verdicts()
+		d.choose()
+		changed := d.drop()
+		if !changed {
+			return
+		}
+		d.sentChains()
+		if round+1 >= maxDropRounds {
+			break
+		}
+	}
+	// No fixed point: strip everything (rare; always accepted).
+	for i := range d.tb {
+		t := &d.tb[i]
+		if t.kept {
+			t.kept = false
+			t.reason = ReasonGap
+		}
+	}
+	d.drop()
+	d.sentChains()
+}
+
+// sentChains recomputes the message chain as sent, given d.dropped: the
+// chain before every thinking block, before every message, and at the end.
+func (d *decider) sentChains() {
+	msgs := d.req.Messages
+	if cap(d.msgStart) < len(msgs) {
+		d.msgStart = make([]Digest, len(msgs))
+	}
+	d.msgStart = d.msgStart[:len(msgs)]
+	first := -1
+	for i, x := range d.dropped {
+		if x {
+			first = i
+			break
+		}
+	}
+	h := ChainStart()
+	ti := 0
+	for i := range msgs {
+		m := &msgs[i]
+		d.msgStart[i] = h
+		if first < 0 || i < first {
+			// Nothing dropped before: the host's chain is the chain as sent.
+			for ti < len(d.tb) && d.tb[ti].msg == i {
+				d.tb[ti].chain = m.Blocks[d.tb[ti].blk].Chain
+				ti++
+			}
+			h = m.End
+			continue
+		}
+		if d.dropped[i] {
+			for ti < len(d.tb) && d.tb[ti].msg == i {
+				ti++
+			}
+			continue
+		}
+		start := ti
+		h = m.StepFrom(h, func(j int, before Digest) {
+			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
+				if d.tb[k].blk == j {
+					d.tb[k].chain = before
+				}
+			}
+		})
+		for ti < len(d.tb) && d.tb[ti].msg == i {
+			ti++
+		}
+	}
+	d.end = h
+}
+
+// attribute stamps, from a remembered compile, the unstamped thinking of
+// every assistant message whose preceding messages are exactly what that
+// compile sent (binding.md "Attribution by prefix").
+func (d *decider) attribute() {
+	if len(d.in.Remembered) == 0 {
+		return
+	}
+	for i := 0; i < len(d.tb); {
+		msg := d.tb[i].msg
+		j := i
+		need := false
+		for ; j < len(d.tb) && d.tb[j].msg == msg; j++ {
+			t := &d.tb[j]
+			if t.signed && !t.dup {
+				if _, ok := d.stamp(t.key); !ok {
+					need = true
+				}
+			}
+		}
+		if need && msg > 0 && d.req.Messages[msg].Role == "assistant" {
+			d.attributeMessage(i, j)
+		}
+		i = j
+	}
+}
+
+func (d *decider) attributeMessage(from, to int) {
+	msg := d.tb[from].msg
+	hostBefore := d.req.Messages[msg-1].End
+	sentBefore := d.msgStart[msg]
+	var cand *CompileRecord
+	viaSent := false
+	var ids []string
+	agree := true
+	for _, r := range d.in.Remembered {
+		if r == nil || r.DryRun {
+			continue
+		}
+		host := r.End == hostBefore
+		sent := r.End == sentBefore
+		if !host && !sent {
+			continue
+		}
+		ids = append(ids, r.ID)
+		if cand == nil {
+			cand, viaSent = r, !host
+			continue
+		}
+		if r.Seed != cand.Seed || r.LastRead != cand.LastRead || NormalizeModel(r.Model) != NormalizeModel(cand.Model) || r.End != cand.End {
+			agree = false
+		}
+	}
+	if cand == nil {
+		return
+	}
+	if !agree {
+		if d.skipped == nil {
+			d.skipped = map[int][]string{}
+		}
+		d.skipped[msg] = ids
+		return
+	}
+	pred := cand.LastRead
+	for k := from; k < to; k++ {
+		t := &d.tb[k]
+		if !t.signed {
+			continue
+		}
+		if t.dup {
+			pred = t.key
+			continue
+		}
+		if _, ok := d.stamp(t.key); !ok {
+			chain := d.req.Messages[t.msg].Blocks[t.blk].Chain
+			if viaSent {
+				chain = t.chain
+			}
+			d.attributed[t.key] = Stamp{Key: t.key, Seed: cand.Seed, Chain: chain, Pred: pred, Model: cand.Model}
+			d.attrOrder = append(d.attrOrder, t.key)
+		}
+		pred = t.key
+	}
+}
+
+// verdicts gives every thinking block its individual verdict (binding.md
+// steps 1 to 7).
+func (d *decider) verdicts() {
+	for i := range d.tb {
+		t := &d.tb[i]
+		t.reason, t.kept, t.unreadable, t.stamped = "", false, false, false
+		t.pred = t.hostPrev
+		st, ok := d.stamp(t.key)
+		if ok && t.signed {
+			t.stamped = true
+			t.pred = st.Pred
+			t.unreadable = !d.models.Reads(d.req.Model, st.Model)
+		}
+		switch {
+		case !t.signed:
+			t.reason = ReasonUnsigned
+		case d.in.Released[t.key]:
+			t.reason = ReasonReleased
+		case t.dup:
+			t.reason = ReasonGap // a repeat of a block is a reordering
+		case !d.in.Engaged || !d.binds:
+			// valid unless released
+		case !ok:
+			t.reason = ReasonNoStamp
+		case t.unreadable:
+			t.reason = ReasonModelUnreadable
+		case !d.models.Binds(st.Model):
+			t.reason = ReasonModelUnbound
+		case st.Chain != t.chain:
+			t.reason = ReasonPrefixChanged
+		case st.Seed != d.req.Seed:
+			t.reason = ReasonSeedChanged
+		}
+	}
+}
+
+// choose picks the kept set among individually valid blocks: a chain of
+// blocks each naming the previous as its predecessor; the latest assistant
+// message's thinking all or nothing; the chain keeping that message's
+// thinking if any does, else the longest, then the one ending latest. A
+// valid block the target cannot read (only when the target does not bind)
+// is outside the run: the provider drops it unread, so it neither links nor
+// breaks the chain, and it is kept (it comes back for a model that reads
+// it).
+func (d *decider) choose() {
+	n := len(d.tb)
+	parent := make([]int, n)
+	depth := make([]int, n)
+	idx := make(map[Digest]int, n)
+	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
+	for i := 0; i < n; i++ {
+		parent[i] = -1
+		if !cand(i) {
+			continue
+		}
+		t := &d.tb[i]
+		if p, ok := idx[t.pred]; ok && !t.pred.IsZero() {
+			parent[i] = p
+			depth[i] = depth[p] + 1
+		} else {
+			depth[i] = 1
+		}
+		idx[t.key] = i
+	}
+	// The latest assistant message's thinking blocks: the last ones.
+	lfrom := n
+	for lfrom > 0 && d.tb[lfrom-1].msg == d.latest {
+		lfrom--
+	}
+	end := -1
+	if lfrom < n {
+		whole := true
+		for i := lfrom; i < n; i++ {
+			if !cand(i) || (i > lfrom && parent[i] != i-1) {
+				whole = false
+				break
+			}
+		}
+		if whole {
+			end = n - 1
+		}
+	}
+	if end < 0 {
+		best := 0
+		for i := 0; i < lfrom; i++ {
+			if cand(i) && depth[i] >= best {
+				best, end = depth[i], i
+			}
+		}
+	}
+	for i := end; i >= 0; i = parent[i] {
+		d.tb[i].kept = true
+	}
+	for i := range d.tb {
+		t := &d.tb[i]
+		if t.reason == "" && !t.kept {
+			if t.unreadable {
+				t.kept = true // non-binding target: outside the run
+			} else {
+				t.reason = ReasonGap
+			}
+		}
+	}
+	// A kept unreadable block in the latest assistant message would be a
+	// partial keep there if the rest went: the message has one minting
+	// model, so this only guards a host that spliced messages.
+	if lfrom < n {
+		any, all := false, true
+		for i := lfrom; i < n; i++ {
+			if d.tb[i].kept {
+				any = true
+			} else {
+				all = false
+			}
+		}
+		if any && !all {
+			for i := lfrom; i < n; i++ {
+				if t := &d.tb[i]; t.kept {
+					t.kept, t.reason = false, ReasonGap
+				}
+			}
+		}
+	}
+}
+
+// drop marks the messages the strip empties; it reports whether the set
+// changed.
+func (d *decider) drop() bool {
+	stripped := make([]int, len(d.req.Messages))
+	for i := range d.tb {
+		if !d.tb[i].kept {
+			stripped[d.tb[i].msg]++
+		}
+	}
+	changed := false
+	for i := range d.req.Messages {
+		m := &d.req.Messages[i]
+		x := len(m.Blocks) > 0 && stripped[i] == len(m.Blocks)
+		if x != d.dropped[i] {
+			d.dropped[i] = x
+			changed = true
+		}
+	}
+	return changed
+}
+
+// finish builds the answer and the compile record.
+func (d *decider) finish(out *Compiled) {
+	in := d.in
+	rec := &CompileRecord{
+		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
+		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
+		Seed: d.req.Seed, End: d.end,
+	}
+	keptAt := make(map[Pos]int, len(d.tb))
+	for i := range d.tb {
+		t := &d.tb[i]
+		p := Pos{t.msg, t.blk}
+		if t.kept {
+			keptAt[p] = i
+			out.Kept = append(out.Kept, t.key)
+			continue
+		}
+		out.Strips = append(out.Strips, Strip{Pos: p, Key: t.key, Reason: t.reason, Tokens: t.tokens})
+		if t.reason.Releases() && t.signed && !t.dup {
+			rec.Strips = append(rec.Strips, Release{Key: t.key, Reason: string(t.reason), Compile: in.ID, Message: t.msg, Path: p.Path()})
+		}
+	}
+	msgs := d.req.Messages
+	rec.Sent = make([]SentMessage, 0, len(msgs))
+	for i := range msgs {
+		if d.dropped[i] {
+			out.Dropped = append(out.Dropped, i)
+			continue
+		}
+		m := &msgs[i]
+		sm := SentMessage{Orig: i, Frame: prefix64(m.Frame)}
+		if m.Blocks != nil {
+			sm.Blocks = make([]uint64, 0, len(m.Blocks))
+		}
+		for j := range m.Blocks {
+			b := &m.Blocks[j]
+			if isThinking(b.Kind) {
+				ti, ok := keptAt[Pos{i, j}]
+				if !ok {
+					continue
+				}
+				t := &d.tb[ti]
+				rec.Kept = append(rec.Kept, KeptBlock{Key: t.key, Orig: Pos{i, j}, Sent: Pos{len(rec.Sent), len(sm.Blocks)}, Unreadable: t.unreadable})
+				if !t.unreadable {
+					rec.LastRead = t.key
+				}
+				sm.Blocks = append(sm.Blocks, prefix64(b.Key))
+				continue
+			}
+			sm.Blocks = append(sm.Blocks, prefix64(b.Digest))
+		}
+		rec.Sent = append(rec.Sent, sm)
+	}
+	out.Cache = firstChange(d.req, rec, in.Owner)
+	for msg, ids := range d.skipped {
+		out.Skipped = append(out.Skipped, StampSkip{Message: msg, Compiles: ids})
+	}
+	sortSkips(out.Skipped)
+	out.Record = rec
+	if !in.DryRun {
+		out.Persist.Record = rec
+		for _, k := range d.attrOrder {
+			out.Persist.Stamps = append(out.Persist.Stamps, d.attributed[k])
+		}
+	}
+	out.Stamped = len(d.attrOrder)
+}
+
+func sortSkips(s []StampSkip) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].Message < s[j-1].Message; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func prefix64(d Digest) uint64 {
+	return uint64(d[0])<<56 | uint64(d[1])<<48 | uint64(d[2])<<40 | uint64(d[3])<<32 |
+		uint64(d[4])<<24 | uint64(d[5])<<16 | uint64(d[6])<<8 | uint64(d[7])
+}
+
+// position orders places in the request as the host gave it: a message's
+// frame (Block -1) before its blocks; past the end is {len, -1}.
+type position struct{ msg, blk int }
+
+func (p position) less(q position) bool {
+	return p.msg < q.msg || (p.msg == q.msg && p.blk < q.blk)
+}
+
+func (p position) path() string {
+	if p.blk < 0 {
+		return MessagePath(p.msg)
+	}
+	return Pos{p.msg, p.blk}.Path()
+}
+
+// firstChange compares the request as sent (rec) and as the host gave it
+// (req) with the owner's request as sent.
+func firstChange(req *Request, rec *CompileRecord, owner *CompileRecord) CacheChange {
+	if owner == nil {
+		return CacheChange{Cause: CauseNone}
+	}
+	if owner.Seed != req.Seed {
+		return CacheChange{Path: "system", Cause: CauseHost}
+	}
+	sent, ok := firstSentDiff(req, rec, owner)
+	if !ok {
+		return CacheChange{Cause: CauseNone}
+	}
+	host, hok := firstHostDiff(req, owner)
+	cause := CauseBindery
+	if hok && !sent.less(host) {
+		cause = CauseHost
+	}
+	return CacheChange{Path: sent.path(), Cause: cause}
+}
+
+// firstSentDiff finds the first difference between what this compile sends
+// and what the owner sent, as a position in the host's request. ok is false
+// when the owner's request is a prefix of this one (an append).
+func firstSentDiff(req *Request, rec, owner *CompileRecord) (position, bool) {
+	for si, om := range owner.Sent {
+		if si >= len(rec.Sent) {
+			return position{len(req.Messages), -1}, true
+		}
+		cm := rec.Sent[si]
+		if cm.Frame != om.Frame || (cm.Blocks == nil) != (om.Blocks == nil) {
+			return position{cm.Orig, -1}, true
+		}
+		last := si == len(owner.Sent)-1
+		for j, ob := range om.Blocks {
+			if j >= len(cm.Blocks) {
+				return position{cm.Orig, origBlock(req, rec, si, j)}, true
+			}
+			if cm.Blocks[j] != ob {
+				return position{cm.Orig, origBlock(req, rec, si, j)}, true
+			}
+		}
+		if !last && len(cm.Blocks) != len(om.Blocks) {
+			return position{cm.Orig, origBlock(req, rec, si, len(om.Blocks))}, true
+		}
+	}
+	return position{}, false
+}
+
+// origBlock maps the j-th sent block of sent message si to its index in the
+// host's message (the index the host would see next when j is past the end).
+func origBlock(req *Request, rec *CompileRecord, si, j int) int {
+	m := &req.Messages[rec.Sent[si].Orig]
+	sent := 0
+	for k := range m.Blocks {
+		b := &m.Blocks[k]
+		if isThinking(b.Kind) && !keptIn(rec, Pos{rec.Sent[si].Orig, k}) {
+			continue
+		}
+		if sent == j {
+			return k
+		}
+		sent++
+	}
+	return len(m.Blocks)
+}
+
+func keptIn(rec *CompileRecord, p Pos) bool {
+	for _, k := range rec.Kept {
+		if k.Orig == p {
+			return true
+		}
+	}
+	return false
+}
+
+// firstHostDiff is firstSentDiff for the host's request before any strip.
+func firstHostDiff(req *Request, owner *CompileRecord) (position, bool) {
+	for si, om := range owner.Sent {
+		if si >= len(req.Messages) {
+			return position{len(req.Messages), -1}, true
+		}
+		m := &req.Messages[si]
+		if prefix64(m.Frame) != om.Frame || (m.Blocks == nil) != (om.Blocks == nil) {
+			return position{si, -1}, true
+		}
+		last := si == len(owner.Sent)-1
+		for j, ob := range om.Blocks {
+			if j >= len(m.Blocks) || blockID(&m.Blocks[j]) != ob {
+				return position{si, j}, true
+			}
+		}
+		if !last && len(m.Blocks) != len(om.Blocks) {
+			return position{si, len(om.Blocks)}, true
+		}
+	}
+	return position{}, false
+}
+
+func blockID(b *Block) uint64 {
+	if isThinking(b.Kind) {
+		return prefix64(b.Key)
+	}
+	return prefix64(b.Digest)
+}
+
+// Rewrite returns body (the bytes req was parsed from) with this decision's
+// strips and dropped messages cut out, every other byte as the host wrote it.
+func (c *Compiled) Rewrite(body []byte, req *Request) []byte {
+	if len(c.Strips) == 0 && len(c.Dropped) == 0 {
+		return body
+	}
+	strip := make(map[Pos]bool, len(c.Strips))
+	for _, s := range c.Strips {
+		strip[s.Pos] = true
+	}
+	drop := make(map[int]bool, len(c.Dropped))
+	for _, m := range c.Dropped {
+		drop[m] = true
+	}
+	return Rewrite(body, req,
+		func(m, b int) bool { return strip[Pos{m, b}] },
+		func(m int) bool { return drop[m] })
+}
