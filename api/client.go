@@ -1,0 +1,149 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Client talks to the daemon over its Unix socket. The zero value uses
+// DefaultSocket; a Client is safe for concurrent use.
+type Client struct {
+	// Socket is the daemon's socket path ("" means DefaultSocket(os.Getenv)).
+	Socket string
+
+	once sync.Once
+	http *http.Client
+	err  error
+}
+
+// NewClient returns a client for the socket at path ("" for the default).
+func NewClient(socket string) *Client { return &Client{Socket: socket} }
+
+// NotRunningError says the daemon is not listening on the socket.
+type NotRunningError struct {
+	Socket string
+	Err    error
+}
+
+func (e *NotRunningError) Error() string {
+	return fmt.Sprintf("bindery is not running (socket %s): start it with `bindery serve` or `systemctl --user start bindery`", e.Socket)
+}
+
+func (e *NotRunningError) Unwrap() error { return e.Err }
+
+func (c *Client) init() error {
+	c.once.Do(func() {
+		if c.Socket == "" {
+			c.Socket, c.err = DefaultSocket(os.Getenv)
+			if c.err != nil {
+				return
+			}
+		}
+		socket := c.Socket
+		tr := &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			MaxIdleConns:       4,
+			DisableCompression: true,
+		}
+		c.http = &http.Client{Transport: tr}
+	})
+	return c.err
+}
+
+// Do sends a request to path (e.g. "/v1/sessions") with an optional JSON
+// body and decodes a 2xx answer into out (when non-nil). A non-2xx answer
+// is returned as *Error; a daemon that is not there as *NotRunningError.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	if err := c.init(); err != nil {
+		return err
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: encode body: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	// The host is a placeholder: the transport always dials the socket.
+	req, err := http.NewRequestWithContext(ctx, method, "http://bindery"+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isNotRunning(err) {
+			return &NotRunningError{Socket: c.Socket, Err: err}
+		}
+		return fmt.Errorf("%s %s via %s: %w", method, path, c.Socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var eb errorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+			eb.Error.Status = resp.StatusCode
+			return eb.Error
+		}
+		return &Error{Code: CodeInternal, Status: resp.StatusCode,
+			Message: fmt.Sprintf("%s %s: status %s: %.200s", method, path, resp.Status, b)}
+	}
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// isNotRunning: nothing listens on the socket (no file, or a stale file
+// left by a crash).
+func isNotRunning(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// Health is GET /v1/health.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.Do(ctx, http.MethodGet, "/v1/health", nil, &h)
+	return h, err
+}
+
+// Sessions is GET /v1/sessions.
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+	var l SessionList
+	err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, &l)
+	return l.Sessions, err
+}
+
+// Session is GET /v1/sessions/{id}.
+func (c *Client) Session(ctx context.Context, id string) (SessionDetail, error) {
+	var d SessionDetail
+	err := c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &d)
+	return d, err
+}
+
+// Close releases idle connections.
+func (c *Client) Close() {
+	if c.http != nil {
+		c.http.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes: the stable "code" of every error answer. A client branches
+// on the code, never on the message. The list (status in brackets):
+//
+//	bad_request           [400] the request is malformed: bad JSON, a missing or invalid field
+//	forbidden             [403] the peer's uid is not the daemon's (SO_PEERCRED), or a browser-style request (Origin/Referer set)
+//	not_found             [404] unknown path or unknown session id
+//	unknown_compile       [404] accept/release of a compile id bindery never made or has forgotten
+//	unknown_conversation  [404] GET /v1/conversations/{id} of a conversation bindery does not know
+//	method_not_allowed    [405] the path exists with another method
+//	conflict              [409] the request contradicts recorded state
+//	dry_run_compile       [409] accept of a dry-run compile
+//	body_too_large        [413] the request body exceeds the daemon's limit (--max-body)
+//	unsupported_media     [415] a request body that is not JSON
+//	internal              [500] a bug or an I/O failure inside bindery; details are in the daemon's log
+//	unavailable           [503] bindery is shutting down
+//
+// bad_request, body_too_large, internal, unknown_compile, dry_run_compile
+// and unknown_conversation are declared with the binding handlers
+// (compile.go).
+const (
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodeUnsupportedMedia = "unsupported_media"
+	CodeUnavailable      = "unavailable"
+)
+
+var codeStatus = map[string]int{
+	CodeBadRequest:          http.StatusBadRequest,
+	CodeForbidden:           http.StatusForbidden,
+	CodeNotFound:            http.StatusNotFound,
+	CodeUnknownCompile:      http.StatusNotFound,
+	CodeUnknownConversation: http.StatusNotFound,
+	CodeDryRunCompile:       http.StatusConflict,
+	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
+	CodeConflict:            http.StatusConflict,
+	CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
+	CodeInternal:            http.StatusInternalServerError,
+	CodeUnavailable:         http.StatusServiceUnavailable,
+}
+
+// Error is an error answer, on the server (return one from a Store method
+// to choose the code) and on the client (what a non-2xx answer decodes to).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Status  int    `json:"-"` // the HTTP status (client side: as received)
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf makes an *Error with a code from the list above.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Status: StatusOf(code)}
+}
+
+// StatusOf is the HTTP status of a code (500 for an unknown one).
+func StatusOf(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// IsCode reports whether err is (or wraps) an *Error with code.
+func IsCode(err error, code string) bool {
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Code == code
+}
+
+type errorBody struct {
+	Error *Error `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	status := e.Status
+	if status == 0 {
+		status = StatusOf(e.Code)
+	}
+	writeJSON(w, status, errorBody{e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"encoding the answer failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// VersionHeader carries the daemon's version on every answer.
+const VersionHeader = "Bindery-Version"
+
+// Health is GET /v1/health.
+type Health struct {
+	Version       string         `json:"version"`
+	PID           int            `json:"pid"`
+	StartedAt     time.Time      `json:"startedAt"`
+	UptimeSeconds float64        `json:"uptimeSeconds"`
+	Socket        string         `json:"socket"`
+	Database      DatabaseHealth `json:"database"`
+	Watcher       WatcherHealth  `json:"watcher"`
+}
+
+// DatabaseHealth describes the SQLite file.
+type DatabaseHealth struct {
+	Path          string `json:"path"`
+	SchemaVersion int    `json:"schemaVersion"`
+	SizeBytes     int64  `json:"sizeBytes"` // database plus WAL
+	Entries       int64  `json:"entries"`
+	Thinking      int64  `json:"thinkingBlocks"`
+	IngestErrors  int64  `json:"ingestErrors"`
+	LastEvent     int64  `json:"lastEvent"` // newest event seq
+}
+
+// WatcherHealth says how far ingest has got.
+type WatcherHealth struct {
+	Directories     []string `json:"directories"`
+	Sessions        int      `json:"sessions"`
+	RemovedSessions int      `json:"removedSessions"`
+	Files           int      `json:"files"`
+	IngestedBytes   int64    `json:"ingestedBytes"`
+	// LagBytes is what the session files hold beyond what is ingested
+	// (sizes now minus saved offsets; a torn last line counts).
+	LagBytes int64 `json:"lagBytes"`
+	// InitialScan is true once every file found at start-up was read.
+	InitialScan bool      `json:"initialScan"`
+	LastIngest  time.Time `json:"lastIngest,omitzero"`
+	Running     bool      `json:"running"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Session is one pi session in GET /v1/sessions.
+type Session struct {
+	ID             string `json:"id"`
+	File           string `json:"file"`
+	Cwd            string `json:"cwd"`
+	Version        int    `json:"version"`
+	ParentSession  string `json:"parentSession,omitempty"`
+	Entries        int    `json:"entries"`
+	Leaf           string `json:"leaf"` // pi's current leaf: the last entry in file order
+	LastActivity   string `json:"lastActivity"`
+	ThinkingBlocks int    `json:"thinkingBlocks"`
+	// Engaged: bindery has compiled for this conversation (issue 4).
+	Engaged bool `json:"engaged"`
+	Removed bool `json:"removed,omitempty"`
+}
+
+// SessionList is GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// SessionDetail is GET /v1/sessions/{id}.
+type SessionDetail struct {
+	Session
+	// Branches are the tree's leaves in file order; the current one has
+	// Current set.
+	Branches []Branch `json:"branches"`
+	// Frontier has one element per branch, in the order of Branches.
+	Frontier []Frontier `json:"frontier"`
+	Stamps   int        `json:"stamps"`
+	Releases int        `json:"releases"`
+}
+
+// Branch is one leaf and its path's length.
+type Branch struct {
+	Leaf         string `json:"leaf"`
+	Current      bool   `json:"current"`
+	Entries      int    `json:"entries"` // entries on the path root..leaf
+	LastActivity string `json:"lastActivity"`
+}
+
+// Frontier is what is known of a branch's frontiers.
+type Frontier struct {
+	Branch string `json:"branch"` // leaf id
+	// Condense is pi-condense's last context-prune-frontier entry on the
+	// branch, or null.
+	Condense *CondenseFrontier `json:"condense"`
+}
+
+// CondenseFrontier is one context-prune-frontier entry.
+type CondenseFrontier struct {
+	Entry     string          `json:"entry"`
+	Timestamp string          `json:"timestamp,omitempty"`
+	Data      json.RawMessage `json:"data"` // pi-condense's PruneFrontier, verbatim
+}
