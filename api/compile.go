@@ -6,14 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
-// DefaultMaxBody bounds a compile or accept body: the provider's own
-// request limit is 32 MB, and the call wraps the request with a few small
-// fields, so the default leaves room above it.
+// Error codes of the binding endpoints (the full list is in errors.go).
+const (
+	CodeBadRequest          = "bad_request"
+	CodeBodyTooLarge        = "body_too_large"
+	CodeUnknownCompile      = "unknown_compile"
+	CodeDryRunCompile       = "dry_run_compile"
+	CodeUnknownConversation = "unknown_conversation"
+	CodeInternal            = "internal"
+)
+
+// DefaultMaxBody bounds a request body: the provider's own request limit
+// is 32 MB, and a compile wraps the request with a few small fields, so
+// the default leaves room above it.
 const DefaultMaxBody = 64 << 20
 
 // Return values of CompileCall.Return.
@@ -147,7 +158,8 @@ type ReleaseInfo struct {
 }
 
 // Binder decides compiles and records accepts and releases; the daemon
-// implements it. Errors that are the caller's fault are *CallError.
+// implements it. Errors that are the caller's fault are *Error (their code
+// chooses the status); anything else answers 500 internal.
 type Binder interface {
 	Compile(ctx context.Context, call *CompileCall) (*CompileAnswer, error)
 	Accept(ctx context.Context, call *AcceptCall) (*AcceptAnswer, error)
@@ -155,75 +167,32 @@ type Binder interface {
 	Conversation(ctx context.Context, id string) (*ConversationState, error)
 }
 
-// Stable error codes of the binding endpoints.
-const (
-	CodeBadRequest          = "bad_request"
-	CodeBodyTooLarge        = "body_too_large"
-	CodeUnknownCompile      = "unknown_compile"
-	CodeDryRunCompile       = "dry_run_compile"
-	CodeUnknownConversation = "unknown_conversation"
-	CodeInternal            = "internal"
-)
-
-// CallError is an error the caller can act on: it reaches the client with
-// its status, code and message.
-type CallError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *CallError) Error() string { return e.Code + ": " + e.Message }
-
-// BindingRoutes serves the compile, accept, release and conversation
-// endpoints.
-type BindingRoutes struct {
-	Binder  Binder
-	MaxBody int64 // 0 means DefaultMaxBody
-	Logger  *slog.Logger
-}
-
-// Register adds the routes to mux.
-func (br *BindingRoutes) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/compile", br.compile)
-	mux.HandleFunc("POST /v1/accept", br.accept)
-	mux.HandleFunc("POST /v1/release", br.release)
-	mux.HandleFunc("GET /v1/conversations/{id}", br.conversation)
-}
-
-func (br *BindingRoutes) logger() *slog.Logger {
-	if br.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return br.Logger
-}
-
 // readBody reads the whole body within the limit. Content-Length, when
 // given, sizes the buffer once and refuses an oversized body unread.
-func (br *BindingRoutes) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	limit := br.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
-	tooLarge := func() {
-		br.fail(w, &CallError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
-			Message: fmt.Sprintf("body larger than %d bytes (set the daemon's --max-body to raise the limit)", limit)})
-	}
-	if r.ContentLength > limit {
-		tooLarge()
-		return nil, false
+// Handler has already refused a Content-Length over the limit and wrapped
+// the body in a MaxBytesReader.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			writeError(w, Errorf(CodeUnsupportedMedia, "the body must be application/json, not %q", ct))
+			return nil, false
+		}
 	}
 	var buf bytes.Buffer
-	if r.ContentLength > 0 {
+	if r.ContentLength > 0 && r.ContentLength <= s.MaxBody {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			tooLarge()
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, Errorf(CodeBodyTooLarge, "request body exceeds the limit of %d bytes (--max-body)", mb.Limit))
 		} else {
-			br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "reading body: " + err.Error()})
+			writeError(w, Errorf(CodeBadRequest, "reading the request body: %v", err))
 		}
+		return nil, false
+	}
+	if buf.Len() == 0 {
+		writeError(w, Errorf(CodeBadRequest, "empty request body"))
 		return nil, false
 	}
 	return buf.Bytes(), true
@@ -284,19 +253,19 @@ func decodeCompile(body []byte) (*CompileCall, error) {
 	return &c, nil
 }
 
-func (br *BindingRoutes) compile(w http.ResponseWriter, r *http.Request) {
-	body, ok := br.readBody(w, r)
+func (s *Server) handleCompile(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	call, err := decodeCompile(body)
 	if err != nil {
-		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "compile: " + err.Error()})
+		writeError(w, &Error{Code: CodeBadRequest, Message: "compile: " + err.Error(), Status: StatusOf(CodeBadRequest)})
 		return
 	}
-	ans, err := br.Binder.Compile(r.Context(), call)
+	ans, err := s.Binder.Compile(r.Context(), call)
 	if err != nil {
-		br.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
 	if call.Return == ReturnPlan {
@@ -332,82 +301,60 @@ func writeCompileAnswer(w http.ResponseWriter, ans *CompileAnswer) {
 	w.Write([]byte("}\n"))
 }
 
-func (br *BindingRoutes) accept(w http.ResponseWriter, r *http.Request) {
-	body, ok := br.readBody(w, r)
+func (s *Server) handleAccept(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	var call AcceptCall
 	if err := json.Unmarshal(body, &call); err != nil {
-		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "accept: " + err.Error()})
+		writeError(w, &Error{Code: CodeBadRequest, Message: "accept: " + err.Error(), Status: StatusOf(CodeBadRequest)})
 		return
 	}
 	if call.CompileID == "" {
-		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `accept: "compileId" is required`})
+		writeError(w, &Error{Code: CodeBadRequest, Message: `accept: "compileId" is required`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
-	ans, err := br.Binder.Accept(r.Context(), &call)
+	ans, err := s.Binder.Accept(r.Context(), &call)
 	if err != nil {
-		br.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
-	writeCallJSON(w, http.StatusOK, ans)
+	writeJSON(w, http.StatusOK, ans)
 }
 
-func (br *BindingRoutes) release(w http.ResponseWriter, r *http.Request) {
-	body, ok := br.readBody(w, r)
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
 	var call ReleaseCall
 	if err := json.Unmarshal(body, &call); err != nil {
-		br.fail(w, &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "release: " + err.Error()})
+		writeError(w, &Error{Code: CodeBadRequest, Message: "release: " + err.Error(), Status: StatusOf(CodeBadRequest)})
 		return
 	}
 	switch {
 	case call.Conversation == "":
-		err := &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `release: "conversation" is required`}
-		br.fail(w, err)
+		writeError(w, &Error{Code: CodeBadRequest, Message: `release: "conversation" is required`, Status: StatusOf(CodeBadRequest)})
 		return
 	case call.Signature == "" && (call.CompileID == "" || call.Path == ""):
-		err := &CallError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `release: give "compileId" and "path", or "signature"`}
-		br.fail(w, err)
+		writeError(w, &Error{Code: CodeBadRequest, Message: `release: give "compileId" and "path", or "signature"`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
-	ans, err := br.Binder.Release(r.Context(), &call)
+	ans, err := s.Binder.Release(r.Context(), &call)
 	if err != nil {
-		br.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
-	writeCallJSON(w, http.StatusOK, ans)
+	writeJSON(w, http.StatusOK, ans)
 }
 
-func (br *BindingRoutes) conversation(w http.ResponseWriter, r *http.Request) {
-	st, err := br.Binder.Conversation(r.Context(), r.PathValue("id"))
+func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
+	st, err := s.Binder.Conversation(r.Context(), r.PathValue("id"))
 	if err != nil {
-		br.fail(w, err)
+		s.fail(w, r, err)
 		return
 	}
-	writeCallJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, st)
 }
 
-func (br *BindingRoutes) fail(w http.ResponseWriter, err error) {
-	ce, ok := errors.AsType[*CallError](err)
-	if !ok {
-		br.logger().Error("binding call failed", "err", err)
-		ce = &CallError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error (see the daemon's log)"}
-	}
-	writeCallJSON(w, ce.Status, map[string]any{"error": map[string]string{"code": ce.Code, "message": ce.Message}})
-}
-
-func writeCallJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"internal","message":"encoding the answer"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
-	w.Write([]byte{'\n'})
-}
