@@ -65,12 +65,13 @@ func (d *DB) Sessions(ctx context.Context, withRemoved bool) ([]Session, error) 
 	return out, nil
 }
 
+const sessionByID = `SELECT ` + sessionColumns + ` FROM sessions s JOIN files f ON f.id = s.file
+	WHERE s.id = ? ORDER BY s.removed, s.last_activity DESC, s.file DESC LIMIT 1`
+
 // Session finds a session by pi's id. Should two files carry the same id
 // (a copied file), the live one most recently active wins.
 func (d *DB) Session(ctx context.Context, id string) (Session, error) {
-	row := d.readers.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions s JOIN files f ON f.id = s.file
-		WHERE s.id = ? ORDER BY s.removed, s.last_activity DESC, s.file DESC LIMIT 1`, id)
-	s, err := scanSession(row)
+	s, err := scanSession(d.readers.QueryRowContext(ctx, sessionByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}
@@ -170,7 +171,37 @@ type treeNode struct {
 // Tree loads the tree of one file's entries: (seq, id, parent) of each plus
 // the frontier snapshots. Memory is proportional to the one session.
 func (d *DB) Tree(ctx context.Context, file int64) (*Tree, error) {
-	rows, err := d.readers.QueryContext(ctx,
+	return loadTree(ctx, d.readers, file)
+}
+
+// SessionTree reads a session and its tree in one read transaction, so
+// the counters and the tree describe the same committed state.
+func (d *DB) SessionTree(ctx context.Context, id string) (Session, *Tree, error) {
+	tx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	defer tx.Rollback()
+	s, err := scanSession(tx.QueryRowContext(ctx, sessionByID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	t, err := loadTree(ctx, tx, s.File)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	return s, t, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func loadTree(ctx context.Context, q querier, file int64) (*Tree, error) {
+	rows, err := q.QueryContext(ctx,
 		`SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '') FROM entries WHERE file = ? ORDER BY seq`, file)
 	if err != nil {
 		return nil, fmt.Errorf("tree of file %d: %w", file, err)
@@ -199,7 +230,7 @@ func (d *DB) Tree(ctx context.Context, file int64) (*Tree, error) {
 	for i, n := range t.nodes {
 		bySeq[n.seq] = i
 	}
-	frows, err := d.readers.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ?`, file)
+	frows, err := q.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ?`, file)
 	if err != nil {
 		return nil, fmt.Errorf("frontier of file %d: %w", file, err)
 	}
