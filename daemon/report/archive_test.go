@@ -209,7 +209,7 @@ func svgSeries(t *testing.T, data []byte) map[string]int {
 
 func TestSVGChart(t *testing.T) {
 	s := Analyze(handSession(), DefaultPrices())
-	svg := SVG(s)
+	svg := SVG(SessionReport(s, DefaultPrices()))
 	got := svgSeries(t, svg)
 	// 7 requests on the branch; one strip (m5) and one break (m5).
 	want := map[string]int{SeriesCacheRead: 7, SeriesCacheWrite: 7, MarksStrips: 1, MarksBreaks: 1}
@@ -223,16 +223,17 @@ func TestSVGChart(t *testing.T) {
 	}
 	// A generated session: points follow the request count.
 	g := Analyze(genSession("svg<&>", "claude-sonnet-4-5", []int{3, 40, 2}, 10, map[int]bool{10: true, 30: true}, false), DefaultPrices())
-	got = svgSeries(t, SVG(g))
+	got = svgSeries(t, SVG(SessionReport(g, nil)))
 	eq(t, "read points", got[SeriesCacheRead], 45)
 	eq(t, "write points", got[SeriesCacheWrite], 45)
 	eq(t, "breaks", got[MarksBreaks], 2)
 	eq(t, "strips", got[MarksStrips], 0)
 	// An empty session still draws a valid chart.
-	svgSeries(t, SVG(Analyze(SessionInput{Session: "empty"}, nil)))
+	svgSeries(t, SVG(SessionReport(Analyze(SessionInput{Session: "empty"}, nil), nil)))
+	svgSeries(t, SVG(ArchiveReport(nil, nil)))
 
 	// HTML wraps the same SVG; its SVG part parses too.
-	html := HTML(s, DefaultPrices())
+	html := HTML(SessionReport(s, DefaultPrices()))
 	i, j := bytes.Index(html, []byte("<svg")), bytes.Index(html, []byte("</svg>"))
 	if i < 0 || j < 0 || !bytes.HasPrefix(html, []byte("<!DOCTYPE html>")) {
 		t.Fatalf("HTML does not hold an SVG")

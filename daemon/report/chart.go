@@ -26,17 +26,18 @@ const (
 	MarksBreaks      = "marks-breaks"
 )
 
-// SVG draws a session's cache read and cache write tokens per request
-// (x: request number on the branch, y: tokens), with a dashed vertical
-// line at each request whose compile bindery stripped and a red dot on
-// each cache break. Hand-written SVG 1.1, no scripts, no external files.
-func SVG(s Session) []byte {
+// SVG draws a session report's cache read and cache write tokens per
+// request (x: request number on the branch, y: tokens), with a dashed
+// vertical line at each request whose compile bindery stripped and a red
+// dot on each cache break. Hand-written SVG 1.1, no scripts, no external
+// files. An archive report has no requests and draws empty axes.
+func SVG(r Report) []byte {
 	var b bytes.Buffer
-	reqs := s.Requests
+	reqs := r.Requests
 	n := len(reqs)
 	var ymax int64
-	for _, r := range reqs {
-		ymax = max(ymax, r.CacheRead, r.CacheWrite)
+	for _, q := range reqs {
+		ymax = max(ymax, q.CacheRead, q.CacheWrite)
 	}
 	top := niceCeil(ymax)
 	plotW := float64(chartW - marginLeft - marginRight)
@@ -53,7 +54,7 @@ func SVG(s Session) []byte {
 
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
-	title := "cache per request: session " + s.Summary.Session
+	title := "cache per request: session " + r.Session
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15">%s</text>`+"\n", marginLeft, esc(title))
@@ -81,18 +82,18 @@ func SVG(s Session) []byte {
 
 	// Strip markers under the series.
 	fmt.Fprintf(&b, `<g id="%s" stroke="#8a2be2" stroke-dasharray="4 3">`+"\n", MarksStrips)
-	for _, r := range reqs {
-		if r.Strips > 0 {
+	for _, q := range reqs {
+		if q.Strips > 0 {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d"><title>request %d: %d blocks stripped (~%s tok)</title></line>`+"\n",
-				x(r.N), marginTop, x(r.N), chartH-marginBot, r.N, r.Strips, tok(r.StrippedTokens))
+				x(q.N), marginTop, x(q.N), chartH-marginBot, q.N, q.Strips, tok(q.StrippedTokens))
 		}
 	}
 	b.WriteString("</g>\n")
 
 	series := func(id, color string, v func(Request) int64) {
 		pts := make([]string, len(reqs))
-		for i, r := range reqs {
-			pts[i] = fmt.Sprintf("%.1f,%.1f", x(r.N), y(v(r)))
+		for i, q := range reqs {
+			pts[i] = fmt.Sprintf("%.1f,%.1f", x(q.N), y(v(q)))
 		}
 		fmt.Fprintf(&b, `<g id="%s"><polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/></g>`+"\n", id, color, strings.Join(pts, " "))
 	}
@@ -100,10 +101,13 @@ func SVG(s Session) []byte {
 	series(SeriesCacheWrite, "#ff7f0e", func(r Request) int64 { return r.CacheWrite })
 
 	fmt.Fprintf(&b, `<g id="%s" fill="#d62728">`+"\n", MarksBreaks)
-	for _, br := range s.Summary.Breaks {
-		r := reqs[br.Request-1]
+	for _, br := range r.Breaks {
+		if br.Request < 1 || br.Request > n {
+			continue
+		}
+		q := reqs[br.Request-1]
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4"><title>break at request %d: read %s to %s, %s tok rewritten, %s, cause %s</title></circle>`+"\n",
-			x(r.N), y(r.CacheWrite), br.Request, tok(br.ReadBefore), tok(br.ReadAfter), tok(br.Rewritten), optMoney(br.Cost), br.Cause)
+			x(q.N), y(q.CacheWrite), br.Request, tok(br.ReadBefore), tok(br.ReadAfter), tok(br.Rewritten), optMoney(br.Cost), br.Cause)
 	}
 	b.WriteString("</g>\n")
 
@@ -118,20 +122,20 @@ func SVG(s Session) []byte {
 	return b.Bytes()
 }
 
-// HTML wraps the chart and the session's text report in a page a browser
-// opens directly.
-func HTML(s Session, prices *Prices) []byte {
+// HTML wraps the chart and the text report in a page a browser opens
+// directly.
+func HTML(r Report) []byte {
 	var b bytes.Buffer
 	b.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>")
-	b.WriteString(esc("bindery report: session " + s.Summary.Session))
+	b.WriteString(esc("bindery report: session " + r.Session))
 	b.WriteString("</title></head>\n<body>\n")
-	svg := SVG(s)
+	svg := SVG(r)
 	if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
 		svg = svg[i:]
 	}
 	b.Write(svg)
 	b.WriteString("<pre>")
-	b.WriteString(esc(Text(SessionReport(s, prices))))
+	b.WriteString(esc(Text(r)))
 	b.WriteString("</pre>\n</body></html>\n")
 	return b.Bytes()
 }

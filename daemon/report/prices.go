@@ -168,6 +168,9 @@ func (p *Prices) Fingerprint() string {
 
 // Rows lists the table, sorted by model key, for documentation and --json.
 func (p *Prices) Rows() map[string]Price {
+	if p == nil {
+		return map[string]Price{}
+	}
 	out := make(map[string]Price, len(p.models))
 	for k, v := range p.models {
 		out[k] = v

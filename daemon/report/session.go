@@ -462,10 +462,13 @@ func request(e *watcher.Entry, prices *Prices) Request {
 	return r
 }
 
-// addSpend prices one reply: pi's usage.cost when it has the four parts;
-// else the price table when the usage has all four token counts and the
-// table prices every kind of token the reply used;
-// else pi's cost.total alone (as Unsplit); else unpriced.
+// addSpend prices one reply, preferring what pi wrote:
+//  1. usage.cost with its input, output, cacheRead and cacheWrite parts;
+//  2. usage.cost.total alone (older files, or an index that kept only the
+//     total): the total is pi's; it is split in proportion to the price
+//     table's prices when the table has the model, else kept as Unsplit;
+//  3. the price table, when the usage has all four token counts;
+//  4. else the reply is unpriced and its model named.
 func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 	u := e.Usage
 	if u == nil {
@@ -481,29 +484,50 @@ func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 		s.FromPi++
 		return
 	}
-	complete := u.Input != nil && u.Output != nil && u.CacheRead != nil && u.CacheWrite != nil
-	if p, ok := prices.Lookup(e.Model); ok && complete {
-		in, okI := perToken(p.Input, val(u.Input))
-		out, okO := perToken(p.Output, val(u.Output))
-		rd, okR := perToken(p.CacheRead, val(u.CacheRead))
-		wr, okW := perToken(p.CacheWrite, val(u.CacheWrite))
-		if okI && okO && okR && okW {
-			s.Input += in
-			s.Output += out
-			s.CacheRead += rd
-			s.CacheWrite += wr
-			s.Total += in + out + rd + wr
-			s.FromTable++
-			return
-		}
-	}
+	parts, priced := tableParts(u, e.Model, prices)
 	if c := u.Cost; c != nil && c.Total != nil {
-		s.Unsplit += *c.Total
 		s.Total += *c.Total
 		s.FromPi++
+		if sum := parts[0] + parts[1] + parts[2] + parts[3]; priced && sum > 0 {
+			k := *c.Total / sum
+			s.Input += parts[0] * k
+			s.Output += parts[1] * k
+			s.CacheRead += parts[2] * k
+			s.CacheWrite += parts[3] * k
+		} else {
+			s.Unsplit += *c.Total
+		}
+		return
+	}
+	if priced {
+		s.Input += parts[0]
+		s.Output += parts[1]
+		s.CacheRead += parts[2]
+		s.CacheWrite += parts[3]
+		s.Total += parts[0] + parts[1] + parts[2] + parts[3]
+		s.FromTable++
 		return
 	}
 	s.unpriced(e.Model)
+}
+
+// tableParts prices a usage from the table: input, output, cache read,
+// cache write in USD. ok is false unless all four counts are present and
+// the table prices every kind the usage used.
+func tableParts(u *watcher.Usage, model string, prices *Prices) (parts [4]float64, ok bool) {
+	if u.Input == nil || u.Output == nil || u.CacheRead == nil || u.CacheWrite == nil {
+		return parts, false
+	}
+	p, found := prices.Lookup(model)
+	if !found {
+		return parts, false
+	}
+	var oks [4]bool
+	parts[0], oks[0] = perToken(p.Input, *u.Input)
+	parts[1], oks[1] = perToken(p.Output, *u.Output)
+	parts[2], oks[2] = perToken(p.CacheRead, *u.CacheRead)
+	parts[3], oks[3] = perToken(p.CacheWrite, *u.CacheWrite)
+	return parts, oks[0] && oks[1] && oks[2] && oks[3]
 }
 
 func (s *Spend) unpriced(model string) {

@@ -231,6 +231,10 @@ func TestMissingAndPartialUsage(t *testing.T) {
 	b.assistant("r3", "", asst{model: "claude-sonnet-4-5", stop: "stop", in: 5, out: 1, cr: 0, noWrite: true})
 	// Unknown model with only cost.total: priced as an unsplit total.
 	b.assistant("r4", "", asst{model: "gpt-9", stop: "stop", in: 5, out: 5, cr: 900, cw: 200, cost: &watcher.Cost{Total: f64(0.5)}})
+	// Sonnet 4.5 with only cost.total (what the index keeps): pi's total,
+	// split in the table's proportions: 1000*0.3 + 100*3.75 = 300 + 375
+	// = 675e-6 at list price; pi says 0.00135, twice that.
+	b.assistant("r4b", "", asst{model: "claude-sonnet-4-5", stop: "stop", in: 0, out: 0, cr: 1000, cw: 100, cost: &watcher.Cost{Total: f64(0.00135)}})
 	// Unknown model, no cost: unpriced.
 	b.assistant("r5", "", asst{model: "claude-opus-5-5", stop: "stop", in: 5, out: 5, cr: 800, cw: 400})
 	s := Analyze(SessionInput{Session: "p", Entries: b.entries}, DefaultPrices())
@@ -239,13 +243,16 @@ func TestMissingAndPartialUsage(t *testing.T) {
 	// r1: 100*3 + 10*15 + 1000*3.75 = 300+150+3750 = 4200e-6. r2 (no
 	// usage) and r3 (no cacheWrite) are unpriced: their tokens are not
 	// all known.
-	near(t, "split total", f.Spend.Input+f.Spend.Output+f.Spend.CacheRead+f.Spend.CacheWrite, 4200e-6)
+	near(t, "split total", f.Spend.Input+f.Spend.Output+f.Spend.CacheRead+f.Spend.CacheWrite, 4200e-6+1350e-6)
+	near(t, "split cache read", f.Spend.CacheRead, 600e-6)
+	near(t, "split cache write", f.Spend.CacheWrite, 3750e-6+750e-6)
 	near(t, "unsplit", f.Spend.Unsplit, 0.5)
-	eq(t, "priced by", [3]int{f.Spend.FromPi, f.Spend.FromTable, f.Spend.Unpriced}, [3]int{1, 1, 3})
+	near(t, "total", f.Spend.Total, 4200e-6+1350e-6+0.5)
+	eq(t, "priced by", [3]int{f.Spend.FromPi, f.Spend.FromTable, f.Spend.Unpriced}, [3]int{2, 1, 3})
 	if !reflect.DeepEqual(f.Spend.UnpricedModels, []string{"claude-opus-5-5", "claude-sonnet-4-5"}) {
 		t.Errorf("unpriced models = %v", f.Spend.UnpricedModels)
 	}
-	// r5 after r4: read 800 < 900, prompt 1205 > 1105: a break, but
+	// r5 after r4b: read 800 < 1000, prompt 1205 > 1100: a break, but
 	// neither a cost nor a table price for Opus 5.5: unpriced.
 	if len(s.Summary.Breaks) != 1 || s.Summary.Breaks[0].Cost != nil || f.Breaks.Unpriced != 1 {
 		t.Errorf("breaks = %+v (unpriced %d)", s.Summary.Breaks, f.Breaks.Unpriced)
