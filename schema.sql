@@ -180,3 +180,14 @@ CREATE TABLE releases (
     created_ms   INTEGER NOT NULL,
     UNIQUE (conversation, branch, key)
 );
+);
+
+-- report_summaries: bindery report's per-session summary cache (migration
+-- 003). One row per session file: its summary (JSON) and the stamp it is
+-- valid under (ingest progress, compile events, price table, format).
+CREATE TABLE report_summaries (
+    file       INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    stamp      TEXT    NOT NULL,
+    summary    TEXT    NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
