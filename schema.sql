@@ -180,7 +180,6 @@ CREATE TABLE releases (
     created_ms   INTEGER NOT NULL,
     UNIQUE (conversation, branch, key)
 );
-);
 
 -- report_summaries: bindery report's per-session summary cache (migration
 -- 003). One row per session file: its summary (JSON) and the stamp it is
