@@ -664,11 +664,11 @@ func firstChange(req *Request, rec *CompileRecord, owner *CompileRecord) CacheCh
 func firstSentDiff(req *Request, rec, owner *CompileRecord) (position, bool) {
 	for si, om := range owner.Sent {
 		if si >= len(rec.Sent) {
-			return position{len(req.Messages), -1}, true
+			return position{origMessage(rec, si), -1}, true
 		}
 		cm := rec.Sent[si]
 		if cm.Frame != om.Frame || (cm.Blocks == nil) != (om.Blocks == nil) {
-			return position{cm.Orig, -1}, true
+			return position{origMessage(rec, si), -1}, true
 		}
 		last := si == len(owner.Sent)-1
 		for j, ob := range om.Blocks {
@@ -686,9 +686,13 @@ func firstSentDiff(req *Request, rec, owner *CompileRecord) (position, bool) {
 	return position{}, false
 }
 
-// origBlock maps the j-th sent block of sent message si to its index in the
-// host's message (the index the host would see next when j is past the end).
+// origBlock is the host's index of the place where the j-th sent block of
+// sent message si sits: right after the host block sent as block j-1 (so a
+// stripped block is the change, not the block after it).
 func origBlock(req *Request, rec *CompileRecord, si, j int) int {
+	if j == 0 {
+		return 0
+	}
 	m := &req.Messages[rec.Sent[si].Orig]
 	sent := 0
 	for k := range m.Blocks {
@@ -696,12 +700,21 @@ func origBlock(req *Request, rec *CompileRecord, si, j int) int {
 		if isThinking(b.Kind) && !keptIn(rec, Pos{rec.Sent[si].Orig, k}) {
 			continue
 		}
-		if sent == j {
-			return k
-		}
 		sent++
+		if sent == j {
+			return k + 1
+		}
 	}
 	return len(m.Blocks)
+}
+
+// origMessage is the host's index of the place of sent message si: right
+// after the message sent before it (a dropped message is the change).
+func origMessage(rec *CompileRecord, si int) int {
+	if si == 0 {
+		return 0
+	}
+	return rec.Sent[si-1].Orig + 1
 }
 
 func keptIn(rec *CompileRecord, p Pos) bool {
