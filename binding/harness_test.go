@@ -55,7 +55,7 @@ type sim struct {
 	tomb    map[string]bool
 
 	// oracle
-	truth  map[Digest]Stamp
+	truth    map[Digest]Stamp
 	siblings map[Digest][]Digest // the thinking keys of the reply a block was minted in
 	lastSent map[string][]byte   // compile id -> bytes sent
 }
