@@ -129,6 +129,7 @@ CREATE TABLE conversations (
     engaged_ms          INTEGER,
     parent_conversation TEXT,
     parent_branch       TEXT,
+    parent_release      INTEGER NOT NULL DEFAULT 0, -- releases.id high-water when forked: the parent's releases it inherits
     session_file        TEXT,
     created_ms          INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -138,6 +139,7 @@ CREATE TABLE branches (
     owner               TEXT,
     parent_conversation TEXT,
     parent_branch       TEXT,
+    parent_release      INTEGER NOT NULL DEFAULT 0,
     created_ms          INTEGER NOT NULL,
     PRIMARY KEY (conversation, branch)
 ) WITHOUT ROWID;

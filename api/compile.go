@@ -357,4 +357,3 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, st)
 }
-

@@ -11,15 +11,16 @@ import (
 // Event types on GET /v1/events (api.md). Every event carries seq, time,
 // type and conversation; the rest of its fields depend on the type.
 const (
-	EventCompile      = "compile"       // compileId, branch, dryRun, engaged, thinkingStripped, strips, droppedMessages, cache
-	EventStrip        = "strip"         // compileId, branch, path, reason, tokens (one per strip of a real compile)
-	EventAccept       = "accept"        // compileId, branch, stamped, released, repeated
-	EventRelease      = "release"       // branch, compileId, path or signature, released, source
-	EventEngage       = "engage"        // branch, compileId, parent
-	EventStampSkipped = "stamp-skipped" // branch, compileId, path, reason
-	EventSession      = "session"       // change (found|grew|rewritten|removed), file, entries
-	EventIngestError  = "ingest-error"  // file, line, offset, reason
-	EventTransform    = "input-transformation"
+	EventCompile      = "compile"              // compileId, branch, dryRun, engaged, thinkingStripped, strips, droppedMessages, cache
+	EventStrip        = "strip"                // compileId, branch, path, reason, tokens (one per strip of a real compile)
+	EventAccept       = "accept"               // compileId, branch, stamped, released, repeated
+	EventRelease      = "release"              // branch, compileId, path or signature, released, source
+	EventEngage       = "engage"               // branch, compileId, parent
+	EventStampSkipped = "stamp-skipped"        // branch, compileId, path, reason
+	EventSession      = "session"              // change (found|grew|rewritten|removed), file, entries
+	EventIngestError  = "ingest-error"         // file, line, offset, reason
+	EventTransform    = "input-transformation" // compileId, branch, transformation, reason, path (as sent), hostPath
+	EventStamp        = "stamp"                // entry, source (file|link), stamped or linked: a reply seen landing in a session file
 	// EventReset is sent, never stored: the client asked for events older
 	// than the log keeps (or from another database), so it missed some.
 	EventReset = "reset"

@@ -32,6 +32,7 @@ type ConversationRow struct {
 	EngagedMs          int64
 	ParentConversation string
 	ParentBranch       string
+	ParentRelease      int64 // releases.id high-water when forked: the parent's releases it inherits
 	SessionFile        string
 	CreatedMs          int64
 }
@@ -43,6 +44,7 @@ type BranchRow struct {
 	Owner              string // last accepted compile ("" none)
 	ParentConversation string
 	ParentBranch       string
+	ParentRelease      int64
 	CreatedMs          int64
 }
 
@@ -73,6 +75,7 @@ type StampRow struct {
 // ReleaseRow is a release with its scope.
 type ReleaseRow struct {
 	binding.Release
+	ID           int64 // releases.id: monotonic, orders releases for forks named with parent
 	Conversation string
 	Branch       string
 	CreatedMs    int64
@@ -92,14 +95,14 @@ type ConversationState struct {
 // that were empty (a session file learned later). It never moves an
 // engagement or a parent once set.
 func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, engaged_compile, engaged_ms, parent_conversation, parent_branch, session_file, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, engaged_compile, engaged_ms, parent_conversation, parent_branch, parent_release, session_file, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 			engaged_compile = coalesce(conversations.engaged_compile, excluded.engaged_compile),
 			engaged_ms = coalesce(conversations.engaged_ms, excluded.engaged_ms),
 			session_file = coalesce(excluded.session_file, conversations.session_file)`,
 		c.ID, nullString(c.EngagedCompile), nullInt(c.EngagedMs), nullString(c.ParentConversation), nullString(c.ParentBranch),
-		nullString(c.SessionFile), c.CreatedMs)
+		c.ParentRelease, nullString(c.SessionFile), c.CreatedMs)
 	if err != nil {
 		return fmt.Errorf("upsert conversation %s: %w", c.ID, err)
 	}
@@ -109,10 +112,10 @@ func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) erro
 // UpsertBranch creates the branch's row if missing and sets its owner when
 // owner is not empty.
 func UpsertBranch(ctx context.Context, tx *sql.Tx, b BranchRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO branches (conversation, branch, owner, parent_conversation, parent_branch, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO branches (conversation, branch, owner, parent_conversation, parent_branch, parent_release, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`,
-		b.Conversation, b.Branch, nullString(b.Owner), nullString(b.ParentConversation), nullString(b.ParentBranch), b.CreatedMs)
+		b.Conversation, b.Branch, nullString(b.Owner), nullString(b.ParentConversation), nullString(b.ParentBranch), b.ParentRelease, b.CreatedMs)
 	if err != nil {
 		return fmt.Errorf("upsert branch %s/%s: %w", b.Conversation, b.Branch, err)
 	}
@@ -263,6 +266,7 @@ func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]Relea
 			return nil, fmt.Errorf("insert release: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
+			r.ID, _ = res.LastInsertId()
 			added = append(added, r)
 		}
 	}
@@ -284,8 +288,8 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 	st := &ConversationState{}
 	var engaged, parentConv, parentBranch, file sql.NullString
 	var engagedMs sql.NullInt64
-	err := d.readers.QueryRowContext(ctx, `SELECT id, engaged_compile, engaged_ms, parent_conversation, parent_branch, session_file, created_ms
-		FROM conversations WHERE id = ?`, id).Scan(&st.Conversation.ID, &engaged, &engagedMs, &parentConv, &parentBranch, &file, &st.Conversation.CreatedMs)
+	err := d.readers.QueryRowContext(ctx, `SELECT id, engaged_compile, engaged_ms, parent_conversation, parent_branch, parent_release, session_file, created_ms
+		FROM conversations WHERE id = ?`, id).Scan(&st.Conversation.ID, &engaged, &engagedMs, &parentConv, &parentBranch, &st.Conversation.ParentRelease, &file, &st.Conversation.CreatedMs)
 	switch {
 	case err == sql.ErrNoRows:
 		st.Conversation.ID = id
@@ -297,14 +301,14 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 	st.Conversation.EngagedCompile, st.Conversation.EngagedMs = engaged.String, engagedMs.Int64
 	st.Conversation.ParentConversation, st.Conversation.ParentBranch, st.Conversation.SessionFile = parentConv.String, parentBranch.String, file.String
 
-	rows, err := d.readers.QueryContext(ctx, `SELECT branch, owner, parent_conversation, parent_branch, created_ms FROM branches WHERE conversation = ? ORDER BY created_ms, branch`, id)
+	rows, err := d.readers.QueryContext(ctx, `SELECT branch, owner, parent_conversation, parent_branch, parent_release, created_ms FROM branches WHERE conversation = ? ORDER BY created_ms, branch`, id)
 	if err != nil {
 		return nil, fmt.Errorf("load branches of %s: %w", id, err)
 	}
 	for rows.Next() {
 		b := BranchRow{Conversation: id}
 		var owner, pc, pb sql.NullString
-		if err := rows.Scan(&b.Branch, &owner, &pc, &pb, &b.CreatedMs); err != nil {
+		if err := rows.Scan(&b.Branch, &owner, &pc, &pb, &b.ParentRelease, &b.CreatedMs); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load branches of %s: %w", id, err)
 		}
@@ -320,7 +324,7 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 		return nil, fmt.Errorf("load compiles of %s: %w", id, err)
 	}
 
-	rows, err = d.readers.QueryContext(ctx, `SELECT branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
+	rows, err = d.readers.QueryContext(ctx, `SELECT id, branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("load releases of %s: %w", id, err)
 	}
@@ -329,7 +333,7 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 		r := ReleaseRow{Conversation: id}
 		var key []byte
 		var compile, path sql.NullString
-		if err := rows.Scan(&r.Branch, &key, &r.Reason, &compile, &r.Message, &path, &r.Seq, &r.CreatedMs); err != nil {
+		if err := rows.Scan(&r.ID, &r.Branch, &key, &r.Reason, &compile, &r.Message, &path, &r.Seq, &r.CreatedMs); err != nil {
 			return nil, fmt.Errorf("load releases of %s: %w", id, err)
 		}
 		copy(r.Key[:], key)
@@ -441,3 +445,109 @@ func (d *DB) StampCounts(ctx context.Context, conversation string) (map[string]i
 }
 
 func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }
+
+// LastReleaseID is the largest releases.id (0 when none): a fork made now
+// inherits its parent's releases up to it.
+func LastReleaseID(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM releases`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last release: %w", err)
+	}
+	return n, nil
+}
+
+// PathEntry is one entry on a pi session's path, with its ingest seq.
+type PathEntry struct {
+	ID   string
+	Seq  int64
+	Type string // the entry's type (message, custom, ...)
+	Role string // message entries: the role
+}
+
+// SessionPath returns the path from the root to entry in the live file of
+// session (root first); found is false when the session or the entry is
+// not ingested. It walks up the parent links by index, so it costs the
+// path's depth, not the session's size.
+func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
+	var file int64
+	err = d.readers.QueryRowContext(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	}
+	rows, err := d.readers.QueryContext(ctx, `WITH RECURSIVE p(seq, id, parent, type, role, depth) AS (
+			SELECT seq, id, coalesce(parent_id, ''), type, coalesce(role, ''), 0 FROM entries
+				WHERE file = ?1 AND seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = ?2)
+			UNION ALL
+			SELECT e.seq, e.id, coalesce(e.parent_id, ''), e.type, coalesce(e.role, ''), p.depth + 1 FROM p JOIN entries e
+				ON e.seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = p.parent)
+			WHERE p.parent != '' AND p.parent != p.id AND p.depth < 1000000)
+		SELECT id, seq, type, role FROM p ORDER BY depth DESC`, file, entry)
+	if err != nil {
+		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e PathEntry
+		if err := rows.Scan(&e.ID, &e.Seq, &e.Type, &e.Role); err != nil {
+			return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+		}
+		path = append(path, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	}
+	return path, len(path) > 0, nil
+}
+
+// BlockEntries returns, for the given thinking keys, the id of the session
+// entry holding each (keys not found in the session are absent).
+func (d *DB) BlockEntries(ctx context.Context, session string, keys []binding.Digest) (map[binding.Digest]string, error) {
+	out := make(map[binding.Digest]string, len(keys))
+	for _, k := range keys {
+		var id string
+		err := d.readers.QueryRowContext(ctx, `SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
+			JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ? AND s.id = ? ORDER BY e.seq DESC LIMIT 1`, k[:], session).Scan(&id)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("block entries of %s: %w", session, err)
+		}
+		out[k] = id
+	}
+	return out, nil
+}
+
+// LastCompileSeq is the largest compile seq ever assigned (seqs are never
+// reused, even for forgotten compiles).
+func (d *DB) LastCompileSeq(ctx context.Context) (int64, error) {
+	var n int64
+	err := d.readers.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'compiles'), 0)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("last compile seq: %w", err)
+	}
+	return n, nil
+}
+
+// LinkStampsInSession links the given stamps to the entry of session that
+// holds their block, when the watcher has already ingested it (the reply
+// landed in the file before its accept arrived).
+func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys []binding.Digest) (int, error) {
+	n := 0
+	for _, k := range keys {
+		res, err := tx.ExecContext(ctx, `UPDATE stamps SET entry = (SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
+				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 ORDER BY e.seq DESC LIMIT 1)
+			WHERE key = ?1 AND entry IS NULL AND EXISTS (SELECT 1 FROM thinking t JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2)`,
+			k[:], session)
+		if err != nil {
+			return n, fmt.Errorf("link stamps in %s: %w", session, err)
+		}
+		d, _ := res.RowsAffected()
+		n += int(d)
+	}
+	return n, nil
+}

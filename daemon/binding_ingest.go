@@ -1,0 +1,251 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
+)
+
+// Ingested is the ingest sink's hook into the binding state, called after
+// a batch committed: every assistant reply with signed thinking that landed
+// in a session file gets its stamps linked to its entry, and a reply no
+// accept stamped is attributed by its parent entry (design/binding.md,
+// "Reply seen only in the session file"). Errors are reported, never fatal
+// to ingest: the file's rows are already committed, and a reply bindery
+// cannot attribute is stripped later (safe).
+func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) error {
+	if ing.SessionID == "" || batch.Kind == db.Removed {
+		return nil
+	}
+	var replies []db.Entry
+	for _, e := range batch.Entries {
+		if e.Type != "message" || e.Role != "assistant" {
+			continue
+		}
+		for _, t := range e.Thinking {
+			if t.Signed && len(t.SigDigest) == 32 {
+				replies = append(replies, e)
+				break
+			}
+		}
+	}
+	if len(replies) == 0 {
+		return nil
+	}
+	c, err := b.lock(ctx, ing.SessionID)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	var errs []error
+	for _, e := range replies {
+		if err := b.ingestReply(ctx, c, batch.Path, e); err != nil {
+			errs = append(errs, fmt.Errorf("reply %s in %s: %w", e.ID, batch.Path, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("attribute replies: %w", errs[0])
+	}
+	return nil
+}
+
+func (b *Binder) ingestReply(ctx context.Context, c *conv, path string, e db.Entry) error {
+	var keys []binding.Digest
+	for _, t := range e.Thinking {
+		if t.Signed && len(t.SigDigest) == 32 {
+			keys = append(keys, binding.Digest(t.SigDigest))
+		}
+	}
+	have, err := b.db.Stamps(ctx, keys)
+	if err != nil {
+		return err
+	}
+	var stamps []binding.Stamp
+	var skip *binding.StampSkip
+	var source string
+	if len(have) < len(keys) {
+		// Some block has no stamp: the reply's accept did not carry it (or
+		// has not arrived). The compiles whose request was built on the
+		// reply's parent made it; pi-condense's custom entries may sit in
+		// between.
+		cands, err := b.candidates(ctx, c, e.ParentID)
+		if err != nil {
+			return err
+		}
+		if len(cands) > 0 {
+			reply, err := readReply(path, e)
+			if err != nil {
+				return err
+			}
+			stamps, skip = binding.AttributeReply(cands, reply)
+			source = "file"
+		}
+	}
+	now := time.Now().UnixMilli()
+	return b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+		var rows []db.StampRow
+		for _, s := range stamps {
+			if _, ok := have[s.Key]; ok {
+				continue
+			}
+			rows = append(rows, db.StampRow{Stamp: s, Source: source, Conversation: c.id, Branch: e.ParentID, Entry: e.ID, CreatedMs: now})
+		}
+		added, err := db.InsertStamps(ctx, tx, rows)
+		if err != nil {
+			return err
+		}
+		linked, err := db.LinkStampEntries(ctx, tx, e.ID, keys)
+		if err != nil {
+			return err
+		}
+		if len(added) > 0 {
+			if err := emit(api.EventStamp, c.id, map[string]any{"entry": e.ID, "source": source, "stamped": len(added)}); err != nil {
+				return err
+			}
+		} else if linked > 0 {
+			if err := emit(api.EventStamp, c.id, map[string]any{"entry": e.ID, "source": "link", "linked": linked}); err != nil {
+				return err
+			}
+		}
+		if skip != nil {
+			return emit(api.EventStampSkipped, c.id, map[string]any{"entry": e.ID, "compiles": skip.Compiles,
+				"reason": "the reply's parent was the head of compiles with different prefixes and no accept said which one it answered"})
+		}
+		return nil
+	})
+}
+
+// candidates are the remembered compiles built on parent, walking up past
+// custom entries (pi-condense appends them before the reply).
+func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*binding.CompileRecord, error) {
+	if parent == "" {
+		return nil, nil
+	}
+	path, found, err := b.db.SessionPath(ctx, c.id, parent)
+	if err != nil {
+		return nil, err
+	}
+	heads := map[string]bool{parent: true}
+	if found {
+		for i := len(path) - 1; i >= 0; i-- {
+			heads[path[i].ID] = true
+			if t := path[i].Type; t != "custom" && t != "custom_message" {
+				break
+			}
+		}
+	}
+	var out []*binding.CompileRecord
+	for _, e := range c.compiles {
+		if e.rec != nil && heads[e.branch] {
+			out = append(out, e.rec)
+		}
+	}
+	return out, nil
+}
+
+// maxReplyLine bounds the session line read back for attribution.
+const maxReplyLine = 64 << 20
+
+// readReply reads one assistant entry back from the session file (read
+// only) and converts it to the provider's wire shape the way pi's
+// Anthropic serializer does, so its digests are what the next request
+// will carry.
+func readReply(path string, e db.Entry) (*binding.Message, error) {
+	if e.Length <= 0 || e.Length > maxReplyLine {
+		return nil, fmt.Errorf("entry %s: line of %d bytes", e.ID, e.Length)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	line := make([]byte, e.Length)
+	if _, err := f.ReadAt(line, e.Offset); err != nil {
+		return nil, fmt.Errorf("read entry %s: %w", e.ID, err)
+	}
+	wire, err := piReplyToWire(bytes.TrimSpace(line))
+	if err != nil {
+		return nil, fmt.Errorf("entry %s: %w", e.ID, err)
+	}
+	return binding.ParseReply(wire)
+}
+
+// piReplyToWire converts a pi assistant message entry to {"role":
+// "assistant","content":[...]} as pi sends it (pi-sessions.md 5.3):
+// thinking with a signature -> thinking{thinking,signature}; redacted ->
+// redacted_thinking{data}; blank thinking dropped; unsigned thinking ->
+// text; blank text dropped; toolCall -> tool_use{id,name,input}.
+func piReplyToWire(line []byte) ([]byte, error) {
+	var entry struct {
+		Message struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(line, &entry); err != nil {
+		return nil, err
+	}
+	if entry.Message.Role != "assistant" {
+		return nil, fmt.Errorf("not an assistant message (%q)", entry.Message.Role)
+	}
+	type block = map[string]any
+	var content []any
+	for _, raw := range entry.Message.Content {
+		var b struct {
+			Type              string          `json:"type"`
+			Text              string          `json:"text"`
+			Thinking          string          `json:"thinking"`
+			ThinkingSignature string          `json:"thinkingSignature"`
+			Redacted          bool            `json:"redacted"`
+			ID                string          `json:"id"`
+			Name              string          `json:"name"`
+			Arguments         json.RawMessage `json:"arguments"`
+		}
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		switch b.Type {
+		case "thinking":
+			switch {
+			case b.Redacted:
+				content = append(content, block{"type": "redacted_thinking", "data": b.ThinkingSignature})
+			case strings.TrimSpace(b.Thinking) == "":
+			case strings.TrimSpace(b.ThinkingSignature) == "":
+				content = append(content, block{"type": "text", "text": b.Thinking})
+			default:
+				content = append(content, block{"type": "thinking", "thinking": b.Thinking, "signature": b.ThinkingSignature})
+			}
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				content = append(content, block{"type": "text", "text": b.Text})
+			}
+		case "toolCall":
+			args := b.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			content = append(content, block{"type": "tool_use", "id": b.ID, "name": b.Name, "input": args})
+		default:
+			content = append(content, json.RawMessage(raw))
+		}
+	}
+	if content == nil {
+		content = []any{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{"role": "assistant", "content": content}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
