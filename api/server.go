@@ -93,12 +93,11 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-		h, pattern := mux.Handler(r)
-		if pattern == "" {
+		if h, pattern := mux.Handler(r); pattern == "" {
 			s.noRoute(w, r, h)
 			return
 		}
-		h.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r) // (mux.Handler does not set r's path values)
 	})
 }
 

@@ -1,0 +1,229 @@
+package main
+
+// The client commands: they talk to the daemon only through api.Client.
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+)
+
+type clientFlags struct {
+	socket string
+	json   bool
+}
+
+func parseClient(name string, args []string, stderr io.Writer, positional string) (*clientFlags, []string, error) {
+	fs := flag.NewFlagSet("bindery "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f clientFlags
+	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: bindery %s [--json] [--socket PATH]%s\n", name, positional)
+		fs.PrintDefaults()
+	}
+	// Flags may come after the positional argument too.
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, errUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return &f, rest, nil
+}
+
+func (f *clientFlags) client() *api.Client { return api.NewClient(f.socket) }
+
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func status(args []string, stdout, stderr io.Writer) error {
+	f, rest, err := parseClient("status", args, stderr, "")
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("status takes no arguments (got %q)", rest)
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	h, err := f.client().Health(ctx)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, h)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	watch := "running"
+	if !h.Watcher.Running {
+		watch = "stopped: " + h.Watcher.Error
+	} else if h.Watcher.Error != "" {
+		watch = "degraded: " + h.Watcher.Error
+	}
+	if !h.Watcher.InitialScan {
+		watch += " (first scan in progress)"
+	}
+	rows := [][2]string{
+		{"bindery", fmt.Sprintf("%s, pid %d, up %s", h.Version, h.PID, (time.Duration(h.UptimeSeconds) * time.Second).String())},
+		{"socket", h.Socket},
+		{"database", fmt.Sprintf("%s (schema v%d, %s)", h.Database.Path, h.Database.SchemaVersion, humanBytes(h.Database.SizeBytes))},
+		{"watching", strings.Join(h.Watcher.Directories, ", ")},
+		{"watcher", watch},
+		{"sessions", fmt.Sprintf("%d (%d removed), %d files", h.Watcher.Sessions, h.Watcher.RemovedSessions, h.Watcher.Files)},
+		{"entries", fmt.Sprintf("%d, %d thinking blocks, %d ingest errors", h.Database.Entries, h.Database.Thinking, h.Database.IngestErrors)},
+		{"ingested", fmt.Sprintf("%s, %s behind", humanBytes(h.Watcher.IngestedBytes), humanBytes(h.Watcher.LagBytes))},
+	}
+	if !h.Watcher.LastIngest.IsZero() {
+		rows = append(rows, [2]string{"last ingest", h.Watcher.LastIngest.Local().Format(time.DateTime)})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+func sessions(args []string, stdout, stderr io.Writer) error {
+	f, rest, err := parseClient("sessions", args, stderr, "")
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("sessions takes no arguments (got %q)", rest)
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	list, err := f.client().Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, api.SessionList{Sessions: list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no sessions yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tLAST ACTIVITY\tENTRIES\tTHINKING\tLEAF\tENGAGED\tCWD\t")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", s.ID, when(s.LastActivity), s.Entries, s.ThinkingBlocks,
+			s.Leaf, yesNo(s.Engaged), s.Cwd)
+	}
+	return tw.Flush()
+}
+
+func show(args []string, stdout, stderr io.Writer) error {
+	f, rest, err := parseClient("show", args, stderr, " <session>")
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 || rest[0] == "" {
+		fmt.Fprintln(stderr, "Usage: bindery show [--json] [--socket PATH] <session>")
+		return errUsage
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	d, err := f.client().Session(ctx, rest[0])
+	if err != nil {
+		if api.IsCode(err, api.CodeNotFound) {
+			return fmt.Errorf("no session %q (bindery sessions lists them)", rest[0])
+		}
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, d)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, r := range [][2]string{
+		{"session", d.ID},
+		{"file", d.File},
+		{"cwd", d.Cwd},
+		{"version", fmt.Sprint(d.Version)},
+		{"entries", fmt.Sprint(d.Entries)},
+		{"thinking", fmt.Sprintf("%d blocks", d.ThinkingBlocks)},
+		{"leaf", d.Leaf},
+		{"last activity", when(d.LastActivity)},
+		{"engaged", yesNo(d.Engaged)},
+		{"stamps", fmt.Sprint(d.Stamps)},
+		{"releases", fmt.Sprint(d.Releases)},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	if d.ParentSession != "" {
+		fmt.Fprintf(tw, "parent\t%s\n", d.ParentSession)
+	}
+	if d.Removed {
+		fmt.Fprintf(tw, "removed\tyes (the file is gone; what bindery learned is kept)\n")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%d branches:\n", len(d.Branches))
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LEAF\tENTRIES\tLAST ACTIVITY\tCONDENSE FRONTIER\t")
+	for i, b := range d.Branches {
+		leaf := b.Leaf
+		if b.Current {
+			leaf += " *"
+		}
+		front := "-"
+		if i < len(d.Frontier) && d.Frontier[i].Condense != nil {
+			front = d.Frontier[i].Condense.Entry
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\n", leaf, b.Entries, when(b.LastActivity), front)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "(* current leaf)")
+	return nil
+}
+
+func when(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,79 @@
+// Command bindery is the bindery daemon and its command-line client.
+//
+//	bindery serve [flags]            run the daemon (see `bindery serve -h`)
+//	bindery status [--json]          the daemon's health
+//	bindery sessions [--json]        every pi session bindery knows
+//	bindery show [--json] <session>  one session: branches, frontiers
+//
+// The client commands find the daemon's socket as the daemon does
+// ($BINDERY_SOCKET, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else under
+// the state directory); --socket overrides it. Exit status: 0 on success,
+// 1 on an error, 2 on bad usage, 3 when the daemon is not running.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `bindery keeps a durable record of pi's sessions and thinking blocks.
+
+Usage:
+  bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
+  bindery status [--json]          the daemon's health
+  bindery sessions [--json]        every pi session bindery knows
+  bindery show [--json] <session>  one session: branches and frontiers
+  bindery version
+
+Client commands take --socket PATH (env BINDERY_SOCKET).
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		err = serve(rest, stderr)
+	case "status":
+		err = status(rest, stdout, stderr)
+	case "sessions":
+		err = sessions(rest, stdout, stderr)
+	case "show":
+		err = show(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "bindery", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "bindery: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	fmt.Fprintln(stderr, "bindery:", err)
+	if _, ok := errors.AsType[*api.NotRunningError](err); ok {
+		return 3
+	}
+	return 1
+}
+
+// errUsage is returned after the usage was already printed.
+var errUsage = errors.New("usage")

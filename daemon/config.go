@@ -1,0 +1,300 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// Config is everything `bindery serve` can be told. Every setting has a
+// default a newcomer never needs to change, an environment variable and a
+// flag (the flag wins). This file is the one place settings are defined:
+// add a field, its default in DefaultConfig and its flag in Flags.
+//
+//	flag              env                    default
+//	--agent-dir       BINDERY_AGENT_DIR      $PI_CODING_AGENT_DIR, else ~/.pi/agent (sessions are read from <agent-dir>/sessions)
+//	--session-dir     BINDERY_SESSION_DIRS   none; flat folders of session files (pi --session-dir); repeat the flag, or ':'-separate the env
+//	--state-dir       BINDERY_STATE_DIR      $STATE_DIRECTORY, else $XDG_STATE_HOME/bindery, else ~/.local/state/bindery
+//	--db              BINDERY_DB             <state-dir>/bindery.db
+//	--socket          BINDERY_SOCKET         $RUNTIME_DIRECTORY/bindery.sock, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else <state-dir>/run/bindery.sock
+//	--max-body        BINDERY_MAX_BODY       64MiB (request bodies beyond it get 413)
+//	--rescan          BINDERY_RESCAN         10s (full rescan of the session folders, in case fsnotify missed something)
+//	--shutdown-timeout BINDERY_SHUTDOWN_TIMEOUT 10s (how long in-flight requests may finish on SIGTERM)
+//	--log-level       BINDERY_LOG_LEVEL      info (debug, info, warn, error)
+//
+// pi's own session-folder settings are followed too: $PI_CODING_AGENT_SESSION_DIR
+// and "sessionDir" in <agent-dir>/settings.json (later pi versions).
+type Config struct {
+	AgentDir        string
+	SessionDirs     []string
+	StateDir        string
+	Database        string
+	Socket          string
+	MaxBody         int64
+	Rescan          time.Duration
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+
+	// Not settable from the command line.
+	Version  string
+	Logger   *slog.Logger
+	Progress func(Progress) // called as the first ingest advances (nil: not reported)
+	Getenv   func(string) string
+}
+
+// Progress is how far ingest has got through what was on disk at start.
+type Progress struct {
+	Done, Total int64 // bytes
+	Finished    bool  // the first full scan is over
+}
+
+// DefaultConfig returns the defaults, read from the environment (getenv is
+// os.Getenv outside tests). Derived paths (database, socket) stay empty
+// until Resolve, so a --state-dir flag moves them too.
+func DefaultConfig(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := Config{
+		MaxBody:         api.DefaultMaxBody,
+		Rescan:          10 * time.Second,
+		ShutdownTimeout: 10 * time.Second,
+		LogLevel:        slog.LevelInfo,
+		Getenv:          getenv,
+		Database:        getenv("BINDERY_DB"),
+		Socket:          getenv("BINDERY_SOCKET"),
+	}
+	home := getenv("HOME")
+	switch {
+	case getenv("BINDERY_AGENT_DIR") != "":
+		c.AgentDir = expandHome(getenv("BINDERY_AGENT_DIR"), home)
+	case getenv("PI_CODING_AGENT_DIR") != "":
+		c.AgentDir = expandHome(getenv("PI_CODING_AGENT_DIR"), home)
+	case home != "":
+		c.AgentDir = filepath.Join(home, ".pi", "agent")
+	}
+	if v := getenv("BINDERY_SESSION_DIRS"); v != "" {
+		for _, d := range filepath.SplitList(v) {
+			if d != "" {
+				c.SessionDirs = append(c.SessionDirs, expandHome(d, home))
+			}
+		}
+	}
+	var err error
+	if c.StateDir, err = api.DefaultStateDir(getenv); err != nil {
+		return c, err
+	}
+	var errs []error
+	if v := getenv("BINDERY_MAX_BODY"); v != "" {
+		if c.MaxBody, err = parseSize(v); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_MAX_BODY: %w", err))
+		}
+	}
+	for _, d := range []struct {
+		env string
+		p   *time.Duration
+	}{{"BINDERY_RESCAN", &c.Rescan}, {"BINDERY_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout}} {
+		if v := getenv(d.env); v != "" {
+			if *d.p, err = time.ParseDuration(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.env, err))
+			}
+		}
+	}
+	if v := getenv("BINDERY_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_LOG_LEVEL: %w", err))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// Flags registers a flag for every setting on fs, defaulting to c's values.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.AgentDir, "agent-dir", c.AgentDir, "pi's agent directory; sessions are read from <agent-dir>/sessions (env BINDERY_AGENT_DIR, else PI_CODING_AGENT_DIR)")
+	fs.Func("session-dir", "also follow the session files in this flat folder (pi --session-dir); repeatable (env BINDERY_SESSION_DIRS, ':'-separated)", func(s string) error {
+		c.SessionDirs = append(c.SessionDirs, s)
+		return nil
+	})
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "where the database and lock live (env BINDERY_STATE_DIR)")
+	fs.StringVar(&c.Database, "db", c.Database, "the SQLite database (env BINDERY_DB; default <state-dir>/bindery.db)")
+	fs.StringVar(&c.Socket, "socket", c.Socket, "the Unix socket to serve on (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
+	fs.Func("max-body", fmt.Sprintf("largest request body, e.g. 64MiB (env BINDERY_MAX_BODY; default %s)", formatSize(c.MaxBody)), func(s string) error {
+		n, err := parseSize(s)
+		c.MaxBody = n
+		return err
+	})
+	fs.DurationVar(&c.Rescan, "rescan", c.Rescan, "how often to rescan the session folders in full (env BINDERY_RESCAN)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (env BINDERY_SHUTDOWN_TIMEOUT)")
+	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
+}
+
+// Resolve fills the derived paths and checks the settings.
+func (c *Config) Resolve() error {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.AgentDir == "" {
+		return errors.New("no agent directory: set --agent-dir, PI_CODING_AGENT_DIR or HOME")
+	}
+	if c.StateDir == "" {
+		return errors.New("no state directory: set --state-dir")
+	}
+	var err error
+	if c.AgentDir, err = filepath.Abs(c.AgentDir); err != nil {
+		return err
+	}
+	if c.StateDir, err = filepath.Abs(c.StateDir); err != nil {
+		return err
+	}
+	if c.Database == "" {
+		c.Database = filepath.Join(c.StateDir, "bindery.db")
+	}
+	if c.Socket == "" {
+		// The socket's fallback lives under the state dir, which a flag may
+		// have moved: resolve it against the final one.
+		state := c.StateDir
+		getenv := c.Getenv
+		c.Socket, err = api.DefaultSocket(func(k string) string {
+			if k == "BINDERY_STATE_DIR" {
+				return state
+			}
+			return getenv(k)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if c.Database, err = filepath.Abs(c.Database); err != nil {
+		return err
+	}
+	if c.Socket, err = filepath.Abs(c.Socket); err != nil {
+		return err
+	}
+	if len(c.Socket) > maxSocketPath {
+		return fmt.Errorf("socket path %s is %d bytes; Unix sockets allow at most %d: choose a shorter --socket", c.Socket, len(c.Socket), maxSocketPath)
+	}
+	if c.MaxBody < 1<<20 {
+		return fmt.Errorf("--max-body %d is below 1MiB", c.MaxBody)
+	}
+	if c.Rescan < 100*time.Millisecond {
+		return fmt.Errorf("--rescan %s is below 100ms", c.Rescan)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown-timeout must be positive")
+	}
+	return nil
+}
+
+// maxSocketPath is sun_path's size on Linux less the terminating NUL.
+const maxSocketPath = 107
+
+// SessionRoots are the folders to follow: <agent-dir>/sessions (one
+// subfolder per project), pi's configured session folder if any, and the
+// flat --session-dir folders.
+func (c *Config) SessionRoots() []Root {
+	roots := []Root{{Dir: filepath.Join(c.AgentDir, "sessions"), Recursive: true}}
+	home := c.Getenv("HOME")
+	if d := c.Getenv("PI_CODING_AGENT_SESSION_DIR"); d != "" {
+		roots = append(roots, Root{Dir: expandHome(d, home), Recursive: true})
+	}
+	if d := piSettingsSessionDir(c.AgentDir, home); d != "" {
+		roots = append(roots, Root{Dir: d, Recursive: true})
+	}
+	for _, d := range c.SessionDirs {
+		roots = append(roots, Root{Dir: expandHome(d, home)})
+	}
+	// Absolute, cleaned, no duplicates (the first, recursive one wins).
+	seen := map[string]bool{}
+	out := roots[:0]
+	for _, r := range roots {
+		if abs, err := filepath.Abs(r.Dir); err == nil {
+			r.Dir = abs
+		}
+		if !seen[r.Dir] {
+			seen[r.Dir] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Root is one session folder.
+type Root struct {
+	Dir       string
+	Recursive bool
+}
+
+// piSettingsSessionDir reads "sessionDir" from pi's settings.json; a
+// missing or unreadable file means none.
+func piSettingsSessionDir(agentDir, home string) string {
+	b, err := os.ReadFile(filepath.Join(agentDir, "settings.json"))
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		SessionDir string `json:"sessionDir"`
+	}
+	if json.Unmarshal(b, &s) != nil || s.SessionDir == "" {
+		return ""
+	}
+	d := expandHome(s.SessionDir, home)
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(agentDir, d)
+	}
+	return d
+}
+
+// expandHome expands a leading ~ as pi does for PI_CODING_AGENT_DIR.
+func expandHome(p, home string) string {
+	if home == "" {
+		return p
+	}
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+
+// parseSize reads "67108864", "64MiB", "64M" (binary), "64MB" (decimal).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want bytes, optionally with KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return strconv.FormatInt(n, 10)
+}

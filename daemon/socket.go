@@ -1,0 +1,165 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// privateDir creates dir (and parents) with mode 0700 and checks that it
+// is ours and not open to others: the socket's safety rests on its folder.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to us (uid %d): refusing to use it", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		// Ours but open to others (made by hand, or by an older tool).
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("make %s private: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// lock is an exclusive flock on a file, held for the daemon's life. The
+// kernel drops it when the process dies, however it dies, so a crash never
+// leaves a stale lock.
+type lock struct {
+	f    *os.File
+	path string
+}
+
+// ErrLocked is wrapped by the error of a lock another live process holds.
+var ErrLocked = errors.New("in use by another bindery")
+
+func acquireLock(path, what string) (*lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another process"
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
+				holder = fmt.Sprintf("pid %d", pid)
+			}
+			return nil, fmt.Errorf("%s %s is %w (%s holds %s): stop it first, or give this one another --state-dir/--db/--socket", what, strings.TrimSuffix(path, ".lock"), ErrLocked, holder, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &lock{f: f, path: path}, nil
+}
+
+// release unlocks. The file stays: removing it would race a newcomer that
+// opened it already.
+func (l *lock) release() {
+	if l != nil {
+		l.f.Close()
+	}
+}
+
+// listenSocket listens on path inside its private folder. A leftover file
+// from a crash is replaced, but only after a dial shows nothing answers on
+// it; a live socket or a file that is not a socket is never touched.
+func listenSocket(path string) (*net.UnixListener, error) {
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("%s exists and is not a socket: refusing to replace it", path)
+	case err == nil:
+		c, derr := net.DialTimeout("unix", path, time.Second)
+		if derr == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket %s is %w: something is answering on it", path, ErrLocked)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// Inside a 0700 folder the moment before chmod exposes nothing.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
+}
+
+// peerContext is http.Server.ConnContext: it reads the peer's credentials
+// (SO_PEERCRED, as of connect time) once per connection, for api's check.
+func peerContext(ctx context.Context, c net.Conn) context.Context {
+	p, err := peerCred(c)
+	return api.WithPeer(ctx, p, err)
+}
+
+func peerCred(c net.Conn) (api.Peer, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return api.Peer{}, fmt.Errorf("not a Unix socket connection (%T)", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return api.Peer{}, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return api.Peer{}, err
+	}
+	if cerr != nil {
+		return api.Peer{}, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	return api.Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}, nil
+}
+
+// notify sends a state to systemd ($NOTIFY_SOCKET; a leading '@' is the
+// abstract namespace). Without systemd it does nothing.
+func notify(state string) error {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return nil
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return fmt.Errorf("sd_notify %s: %w", addr, err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(state)); err != nil {
+		return fmt.Errorf("sd_notify %s: %w", addr, err)
+	}
+	return nil
+}

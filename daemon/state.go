@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/db"
+)
+
+// ListSessions implements api.Sessions.
+func (d *daemon) ListSessions(ctx context.Context) ([]api.Session, error) {
+	rows, err := d.store.Sessions(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Session, len(rows))
+	for i, s := range rows {
+		out[i] = apiSession(s)
+	}
+	return out, nil
+}
+
+// GetSession implements api.Sessions.
+func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, error) {
+	s, tree, err := d.store.SessionTree(ctx, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return api.SessionDetail{}, api.Errorf(api.CodeNotFound, "no session %q", id)
+	}
+	if err != nil {
+		return api.SessionDetail{}, err
+	}
+	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{}}
+	for _, b := range tree.Branches() {
+		out.Branches = append(out.Branches, api.Branch{Leaf: b.Leaf, Current: b.Current, Entries: b.Depth, LastActivity: b.Timestamp})
+		f := api.Frontier{Branch: b.Leaf}
+		if b.Frontier != nil {
+			f.Condense = &api.CondenseFrontier{Entry: b.Frontier.Entry, Timestamp: b.Frontier.Timestamp, Data: b.Frontier.Data}
+		}
+		out.Frontier = append(out.Frontier, f)
+	}
+	return out, nil
+}
+
+func apiSession(s db.Session) api.Session {
+	return api.Session{
+		ID: s.ID, File: s.Path, Cwd: s.Cwd, Version: s.Version, ParentSession: s.ParentSession,
+		Entries: s.Entries, Leaf: s.Leaf, LastActivity: s.LastActivity, ThinkingBlocks: s.Thinking,
+		Removed: s.Removed,
+	}
+}
+
+// Health implements api.HealthReporter.
+func (d *daemon) Health(ctx context.Context) (api.Health, error) {
+	st, err := d.store.Stats(ctx)
+	if err != nil {
+		return api.Health{}, err
+	}
+	version, err := d.store.SchemaVersion(ctx)
+	if err != nil {
+		return api.Health{}, err
+	}
+	cursors, err := d.store.Cursors(ctx)
+	if err != nil {
+		return api.Health{}, err
+	}
+	var size int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(d.cfg.Database + suffix); err == nil {
+			size += fi.Size()
+		}
+	}
+	h := api.Health{
+		Version:       d.cfg.Version,
+		PID:           os.Getpid(),
+		StartedAt:     d.started.UTC(),
+		UptimeSeconds: time.Since(d.started).Seconds(),
+		Socket:        d.cfg.Socket,
+		Database: api.DatabaseHealth{
+			Path: d.cfg.Database, SchemaVersion: version, SizeBytes: size,
+			Entries: st.Entries, Thinking: st.ThinkingBlocks, IngestErrors: st.IngestErrors, LastEvent: st.LastEvent,
+		},
+		Watcher: api.WatcherHealth{
+			Sessions: st.Sessions, RemovedSessions: st.RemovedSessions, Files: st.Files,
+			IngestedBytes: st.IngestedBytes, LagBytes: lagBytes(cursors),
+			InitialScan: d.ingest.finished.Load(), Running: true,
+		},
+	}
+	for _, r := range d.roots {
+		h.Watcher.Directories = append(h.Watcher.Directories, r.Dir)
+	}
+	if ms := d.ingest.lastIngest.Load(); ms != 0 {
+		h.Watcher.LastIngest = time.UnixMilli(ms).UTC()
+	}
+	if err := d.watchOK(); err != nil {
+		h.Watcher.Running, h.Watcher.Error = false, err.Error()
+	}
+	if ws := d.watch.Status(); ws.Degraded {
+		h.Watcher.Error = "fsnotify unavailable or at its limit: following by rescans only"
+	}
+	return h, nil
+}
