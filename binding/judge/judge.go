@@ -49,14 +49,14 @@ func (j *Judge) Reading() Reading { return j.reading }
 
 // RunsCheck reports whether the model runs the prefix check under the judge's reading.
 func (j *Judge) RunsCheck(modelName string) bool {
-	m, ok := models[modelName]
+	m, ok := lookup(modelName)
 	return ok && j.reading.runsCheck(m)
 }
 
 // Reads reports whether reader can read blocks minted by minter.
 func (j *Judge) Reads(reader, minter string) bool {
-	r, ok1 := models[reader]
-	m, ok2 := models[minter]
+	r, ok1 := lookup(reader)
+	m, ok2 := lookup(minter)
 	return ok1 && ok2 && j.reading.reads(r, m)
 }
 
@@ -202,7 +202,7 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		return nil, &r
 	}
 	name, _ := top["model"].(string)
-	mdl, ok := models[name]
+	mdl, ok := lookup(name)
 	if !ok {
 		r := fail(404, fmt.Sprintf("model: %q not found", name))
 		return nil, &r

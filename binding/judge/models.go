@@ -1,6 +1,9 @@
 package judge
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DropScope is what "drop_block" removes besides the failing block. The
 // September overview and the later SDK docstrings disagree (research 2.3,
@@ -181,10 +184,29 @@ func (r Reading) reads(reader, minter model) bool {
 	case "claude-haiku-5-5":
 		return false // drops other models' blocks (Bedrock)
 	}
-	// Models without the check still run the model check: no earlier model
-	// reads a later model's blocks (an Opus 5.5 block was dropped on Sonnet 5).
-	if minter.name == "claude-haiku-5-5" {
-		return true
+	// Models without the check still run the model check: they read blocks
+	// of models without the check, not the binding generation's (an Opus 5.5
+	// block was dropped on Sonnet 5); Haiku 5.5 blocks replay anywhere.
+	return !minter.bound || minter.name == "claude-haiku-5-5"
+}
+
+// lookup finds a model by the id a request names: a Bedrock-style
+// "[region.]anthropic." prefix, a "-v<N>[:<M>]" suffix or a Vertex "@..."
+// suffix are route spellings of the same model (the route itself is the
+// reading's business, see Reading.Opus55ToFable51).
+func lookup(id string) (model, bool) {
+	if i := strings.Index(id, "anthropic."); i >= 0 {
+		id = id[i+len("anthropic."):]
 	}
-	return minter.release <= reader.release && (minter.fam == reader.fam || minter.fam == famOSH)
+	if i := strings.IndexByte(id, '@'); i >= 0 {
+		id = id[:i]
+	}
+	if i := strings.IndexByte(id, ':'); i >= 0 {
+		id = id[:i]
+	}
+	if i := strings.LastIndex(id, "-v"); i >= 0 && i+2 < len(id) && strings.Trim(id[i+2:], "0123456789") == "" {
+		id = id[:i]
+	}
+	m, ok := models[id]
+	return m, ok
 }

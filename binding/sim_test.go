@@ -1,0 +1,1159 @@
+package binding_test
+
+// A host simulator that drives bindery's pure core (Compile, Rewrite,
+// Accept, releases) through long, messy conversations and sends every
+// rewritten request to package judge, an independent model of the provider
+// written from the research alone. After every step it checks:
+//
+//   - the judge never refuses (400, drop, or mismatch-allowed) a block
+//     bindery kept;
+//   - bindery never strips a block the judge would have accepted, unless the
+//     run rule, the latest-message rule, the first compile after engagement
+//     or an unattributable reply forced it (each counted per reason), or a
+//     release whose own strip was justified;
+//   - the latest assistant message's thinking run is never partially trimmed.
+//
+// The daemon's role (stamps, releases, remembered compiles, owner,
+// engagement) is played here in memory, the way design/binding.md describes
+// it; no I/O.
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/binding/judge"
+)
+
+// chooser is the simulator's only source of decisions: a PRNG in the normal
+// test, fuzz bytes in FuzzConversation.
+type chooser interface {
+	Intn(n int) int
+	Done() bool
+}
+
+type randChooser struct{ r *rand.Rand }
+
+func (c randChooser) Intn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return c.r.IntN(n)
+}
+func (c randChooser) Done() bool { return false }
+
+type byteChooser struct {
+	b []byte
+	i int
+}
+
+func (c *byteChooser) Intn(n int) int {
+	if n <= 1 || c.i >= len(c.b) {
+		return 0
+	}
+	v := int(c.b[c.i])
+	c.i++
+	return v % n
+}
+func (c *byteChooser) Done() bool { return c.i >= len(c.b) }
+
+// pct is true with probability p percent.
+func pct(c chooser, p int) bool { return c.Intn(100) < p }
+
+// simStats aggregates what the simulation saw.
+type simStats struct {
+	mu            sync.Mutex
+	conversations int
+	steps         int
+	compiles      int
+	accepts       map[string]int // now, now-no-reply, late, late-no-reply, never, forgotten
+	ops           map[string]int
+	strips        map[string]int // every strip, by bindery's reason
+	necessary     map[string]int // strips of blocks the judge would not have accepted either
+	forced        map[string]int // strips of judge-valid blocks, by the allowed cause
+	conservative  map[string]int // strips of judge-valid blocks where bindery took the safe side of an [INF]/[CONFLICT] reading
+	expected400   int            // refusals of a block the host corrupted (bad signature)
+	preEngagement map[string]int // what the judge did to blocks bindery passed through before engagement
+	violations    map[string]int
+	examples      []string
+	readings      map[judge.Reading]bool
+}
+
+func newSimStats() *simStats {
+	return &simStats{accepts: map[string]int{}, ops: map[string]int{}, strips: map[string]int{}, necessary: map[string]int{},
+		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readings: map[judge.Reading]bool{}}
+}
+
+func (s *simStats) merge(o *simStats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conversations += o.conversations
+	s.steps += o.steps
+	s.compiles += o.compiles
+	s.expected400 += o.expected400
+	for _, p := range []struct{ dst, src map[string]int }{{s.accepts, o.accepts}, {s.ops, o.ops}, {s.strips, o.strips},
+		{s.necessary, o.necessary}, {s.forced, o.forced}, {s.conservative, o.conservative}, {s.violations, o.violations},
+		{s.preEngagement, o.preEngagement}} {
+		for k, v := range p.src {
+			p.dst[k] += v
+		}
+	}
+	for r := range o.readings {
+		s.readings[r] = true
+	}
+	for _, e := range o.examples {
+		if len(s.examples) < 12 {
+			s.examples = append(s.examples, e)
+		}
+	}
+}
+
+func fmtCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, m[k])
+	}
+	return b.String()
+}
+
+func (s *simStats) String() string {
+	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n violations:%s",
+		s.conversations, s.steps, s.compiles, len(s.readings), s.expected400, fmtCounts(s.accepts), fmtCounts(s.ops),
+		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.violations))
+}
+
+// ---------------------------------------------------------------------------
+// The host: a conversation as plain JSON values, edited the ways real hosts do.
+
+type host struct {
+	system    []any
+	tools     []any
+	msgs      []any
+	model     string // the conversation's model (base id)
+	switched  string // a temporary model ("" when none)
+	switchFor int
+	heartbeat bool // this request only: system differs
+	effort    string
+	openTools []string
+	reminder  int // message index holding a reminder to remove on the next turn, -1 if none
+}
+
+func cloneJSON(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	out, err := decodeJSON(b)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
+}
+
+func (h *host) clone() *host {
+	c := *h
+	c.system = cloneJSON(h.system).([]any)
+	c.tools = cloneJSON(h.tools).([]any)
+	if len(h.msgs) > 0 {
+		c.msgs = cloneJSON(h.msgs).([]any)
+	} else {
+		c.msgs = nil
+	}
+	c.openTools = append([]string(nil), h.openTools...)
+	return &c
+}
+
+func msgOf(v any) map[string]any { return v.(map[string]any) }
+
+func contentOf(v any) []any {
+	c, _ := msgOf(v)["content"].([]any)
+	return c
+}
+
+func isThinkingBlock(v any) bool {
+	b, ok := v.(map[string]any)
+	return ok && (b["type"] == "thinking" || b["type"] == "redacted_thinking")
+}
+
+// ---------------------------------------------------------------------------
+// Conversations, branches and the daemon's state.
+
+type branch struct {
+	name       string
+	h          *host
+	released   map[binding.Digest]string // key -> reason of the release
+	remembered []*binding.CompileRecord
+	owner      *binding.CompileRecord
+	pending    []pendingAccept
+}
+
+type pendingAccept struct {
+	due       int
+	id        string
+	reply     []byte
+	transform []binding.InputTransformation
+	kind      string
+}
+
+type simConv struct {
+	t        testing.TB
+	c        chooser
+	st       *simStats
+	j        *judge.Judge
+	reading  judge.Reading
+	route    func(string) string
+	id       string
+	behavior string // "", "error", "drop_block"
+	beta     bool
+	engaged  bool
+	stamps   map[binding.Digest]binding.Stamp
+	seq      int64
+	branches []*branch
+	cur      *branch
+	corrupt  map[[32]byte]bool // keys of signatures the host corrupted
+	toolN    int
+	step     int
+}
+
+var simModels = []string{"claude-fable-5-1", "claude-fable-5-1", "claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5-2", "claude-opus-5-5", "claude-sonnet-5"}
+
+// switchTargets: where a router sends a turn from each model.
+var switchTargets = map[string][]string{
+	"claude-fable-5-1":  {"claude-opus-5-5", "claude-sonnet-5", "claude-mythos-5-1", "claude-fable-5-2"},
+	"claude-mythos-5-1": {"claude-fable-5-1", "claude-opus-5-5"},
+	"claude-fable-5-2":  {"claude-fable-5-1", "claude-mythos-5-2"},
+	"claude-opus-5-5":   {"claude-sonnet-5", "claude-fable-5-1"},
+	"claude-sonnet-5":   {"claude-opus-5-5", "claude-fable-5-1"},
+}
+
+func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading) *simConv {
+	s := &simConv{t: t, c: c, st: st, reading: reading, id: fmt.Sprintf("conv%d", n),
+		stamps: map[binding.Digest]binding.Stamp{}, corrupt: map[[32]byte]bool{}}
+	s.route = func(m string) string { return m }
+	if !reading.Opus55ToFable51 {
+		// The reading where Fable 5.1 does not read Opus 5.5 is the
+		// Bedrock/Vertex one: the host names models the Bedrock way, which is
+		// how bindery learns the route.
+		s.route = func(m string) string { return "anthropic." + m + "-v1:0" }
+	}
+	newAccount := true
+	switch c.Intn(5) {
+	case 0: // ENF: new account, field unset, no beta
+	case 1: // ENF: explicit error with the beta
+		s.behavior, s.beta = "error", true
+	case 2: // DROP
+		s.behavior, s.beta = "drop_block", true
+	case 3: // REC: old account, beta
+		newAccount, s.beta = false, true
+	case 4: // REC without the beta: nothing reported
+		newAccount = false
+	}
+	s.j = judge.New(judge.Options{Reading: reading, NewAccount: newAccount, Secret: []byte(s.id)})
+	h := &host{
+		system: []any{map[string]any{"type": "text", "text": "You are pi, a coding agent. Date: 2026-11-29."},
+			map[string]any{"type": "text", "text": "AGENTS.md: keep diffs small.", "cache_control": map[string]any{"type": "ephemeral"}}},
+		tools: []any{
+			map[string]any{"name": "read", "description": "Read a file.", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}},
+			map[string]any{"name": "bash", "description": "Run a shell command.", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"cmd": map[string]any{"type": "string"}, "cache_control": map[string]any{"type": "string", "description": "a payload key, not a marker"}}}},
+		},
+		model:    simModels[c.Intn(len(simModels))],
+		reminder: -1,
+	}
+	b := &branch{name: "main", h: h, released: map[binding.Digest]string{}}
+	s.branches = []*branch{b}
+	s.cur = b
+	st.readings[reading] = true
+	return s
+}
+
+func (s *simConv) op(name string) { s.st.ops[name]++ }
+
+// body builds the request the host is about to send on branch b.
+func (s *simConv) body(b *branch) []byte {
+	h := b.h
+	model := h.model
+	if h.switched != "" {
+		model = h.switched
+	}
+	system := h.system
+	if h.heartbeat {
+		system = append(append([]any{}, system...), map[string]any{"type": "text", "text": "Heartbeat: check the inbox."})
+	}
+	th := map[string]any{"type": "adaptive"}
+	if s.behavior != "" {
+		th["block_binding"] = map[string]any{"prefix_mismatch_behavior": s.behavior}
+	}
+	top := map[string]any{"model": s.route(model), "max_tokens": 8192, "system": system, "tools": h.tools, "thinking": th, "messages": h.msgs}
+	if h.effort != "" {
+		top["output_config"] = map[string]any{"effort": h.effort}
+	}
+	body, err := json.Marshal(top)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return body
+}
+
+// prepare applies this step's host-side changes before the request.
+func (s *simConv) prepare(b *branch) {
+	h, c := b.h, s.c
+	h.heartbeat = false
+	if h.switched != "" {
+		h.switchFor--
+		if h.switchFor <= 0 {
+			h.switched = ""
+			s.op("model-back")
+		}
+	}
+	if h.reminder >= 0 && h.reminder < len(h.msgs) {
+		// research 41: a reminder appended on request k, removed on k+1.
+		m := msgOf(h.msgs[h.reminder])
+		if cont, ok := m["content"].([]any); ok && len(cont) > 1 {
+			m["content"] = cont[:len(cont)-1]
+			s.op("reminder-removed")
+		}
+	}
+	h.reminder = -1
+	// Edits of earlier content (each rare).
+	if pct(c, 8) && s.stubToolResult(h) {
+		s.op("stub-tool-result")
+	}
+	if pct(c, 3) && s.editUserText(h) {
+		s.op("edit-user-text")
+	}
+	if pct(c, 6) {
+		h.heartbeat = true
+		s.op("heartbeat")
+	}
+	if pct(c, 2) {
+		h.system[0].(map[string]any)["text"] = fmt.Sprintf("You are pi, a coding agent. Date: 2026-11-%02d.", 29+c.Intn(2))
+		s.op("system-changed")
+	}
+	if pct(c, 2) {
+		t0 := h.tools[c.Intn(len(h.tools))].(map[string]any)
+		if t0["defer_loading"] != true {
+			t0["description"] = t0["description"].(string) + " Be careful."
+			s.op("tool-edited")
+		}
+	}
+	if pct(c, 2) {
+		h.tools = append(h.tools, map[string]any{"name": fmt.Sprintf("mcp_%d", len(h.tools)), "description": "A deferred tool.", "input_schema": map[string]any{"type": "object"}, "defer_loading": true})
+		s.op("deferred-tool-added")
+	}
+	if pct(c, 1) {
+		h.tools = append(h.tools, map[string]any{"name": fmt.Sprintf("tool_%d", len(h.tools)), "description": "A new tool.", "input_schema": map[string]any{"type": "object"}})
+		s.op("tool-added")
+	}
+	if h.switched == "" && pct(c, 5) {
+		ts := switchTargets[h.model]
+		h.switched, h.switchFor = ts[c.Intn(len(ts))], 1+c.Intn(3)
+		s.op("model-switch")
+	}
+	if pct(c, 3) {
+		h.effort = []string{"", "low", "medium", "high"}[c.Intn(4)]
+		s.op("effort")
+	}
+	if len(h.openTools) == 0 && len(h.msgs) > 2 && pct(c, 3) {
+		s.compact(h)
+	}
+	if pct(c, 4) && s.pruneBeforeCompaction(h) {
+		s.op("prune-before-compaction")
+	}
+	if pct(c, 2) && s.summarize(h) {
+		s.op("summarize-keep-tail")
+	}
+	if pct(c, 3) && s.dropThinking(h, true) {
+		s.op("host-drops-oldest-thinking")
+	}
+	if pct(c, 1) && s.dropThinking(h, false) {
+		s.op("host-drops-middle-thinking")
+	}
+	if pct(c, 1) && s.corruptSignature(h) {
+		s.op("host-corrupts-signature")
+	}
+	// The new message: tool results for an open tool round, else a user turn.
+	if len(h.openTools) > 0 {
+		var res []any
+		for _, id := range h.openTools {
+			res = append(res, map[string]any{"type": "tool_result", "tool_use_id": id, "content": strings.Repeat("output line\n", 1+c.Intn(5))})
+		}
+		h.openTools = nil
+		h.msgs = append(h.msgs, map[string]any{"role": "user", "content": res})
+		if pct(c, 8) {
+			h.msgs = append(h.msgs, map[string]any{"role": "system", "content": "The file watcher saw a change."})
+			s.op("system-message")
+		}
+	} else {
+		text := fmt.Sprintf("user turn %d", s.step)
+		switch {
+		case pct(c, 10):
+			h.msgs = append(h.msgs, map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": text}, map[string]any{"type": "text", "text": "<reminder>stay on task</reminder>"}}})
+			h.reminder = len(h.msgs) - 1
+			s.op("reminder")
+		case pct(c, 50):
+			h.msgs = append(h.msgs, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": text}}})
+		default:
+			h.msgs = append(h.msgs, map[string]any{"role": "user", "content": text})
+		}
+	}
+	if pct(c, 50) {
+		s.moveCacheMarker(h)
+	}
+}
+
+func (s *simConv) stubToolResult(h *host) bool {
+	var cands []map[string]any
+	for i := 0; i+1 < len(h.msgs); i++ {
+		for _, bv := range contentOf(h.msgs[i]) {
+			if b, ok := bv.(map[string]any); ok && b["type"] == "tool_result" && b["content"] != "[stubbed]" {
+				cands = append(cands, b)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return false
+	}
+	cands[s.c.Intn(len(cands))]["content"] = "[stubbed]"
+	return true
+}
+
+func (s *simConv) editUserText(h *host) bool {
+	var cands []map[string]any
+	for i := 0; i+1 < len(h.msgs); i++ {
+		if m := msgOf(h.msgs[i]); m["role"] == "user" {
+			if _, ok := m["content"].(string); ok {
+				cands = append(cands, m)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return false
+	}
+	m := cands[s.c.Intn(len(cands))]
+	m["content"] = m["content"].(string) + " (edited)"
+	return true
+}
+
+// compact appends an on-demand compaction block that stands for the whole
+// history so far (the summary the API returned, sent back as an assistant
+// message); the history before it stays until pruned.
+func (s *simConv) compact(h *host) {
+	body := s.body(s.cur)
+	comp, err := s.j.Compaction(body, len(h.msgs), fmt.Sprintf("Summary of %d messages.", len(h.msgs)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h.msgs = append(h.msgs, map[string]any{"role": "assistant", "content": []any{comp}})
+	s.op("compaction")
+}
+
+func (s *simConv) pruneBeforeCompaction(h *host) bool {
+	for i := len(h.msgs) - 1; i > 0; i-- {
+		for _, bv := range contentOf(h.msgs[i]) {
+			if b, ok := bv.(map[string]any); ok && b["type"] == "compaction" {
+				h.msgs = h.msgs[i:]
+				if h.reminder >= 0 {
+					h.reminder -= i
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// summarize replaces messages[0:k) with the host's own summary (a keep-tail
+// client compaction): the kept turns' thinking is bound to the old prefix.
+func (s *simConv) summarize(h *host) bool {
+	var ks []int
+	for k := 2; k+2 < len(h.msgs); k++ {
+		if msgOf(h.msgs[k])["role"] == "assistant" {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		return false
+	}
+	k := ks[s.c.Intn(len(ks))]
+	h.msgs = append([]any{map[string]any{"role": "user", "content": fmt.Sprintf("Summary of %d messages.", k)}}, h.msgs[k:]...)
+	if h.reminder >= 0 {
+		h.reminder -= k - 1
+	}
+	return true
+}
+
+// thinkingSites lists the thinking blocks of the host's history.
+func thinkingSites(msgs []any) []binding.Pos {
+	var out []binding.Pos
+	for i, mv := range msgs {
+		for k, bv := range contentOf(mv) {
+			if isThinkingBlock(bv) {
+				out = append(out, binding.Pos{Message: i, Block: k})
+			}
+		}
+	}
+	return out
+}
+
+func latestAssistant(msgs []any) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgOf(msgs[i])["role"] == "assistant" {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropThinking removes the oldest (or a middle) thinking block from the
+// host's own history, never part of the latest assistant message's run.
+func (s *simConv) dropThinking(h *host, oldest bool) bool {
+	sites := thinkingSites(h.msgs)
+	latest := latestAssistant(h.msgs)
+	var cands []binding.Pos
+	for _, p := range sites {
+		if p.Message != latest {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) < 2 {
+		return false
+	}
+	p := cands[0]
+	if !oldest {
+		p = cands[1+s.c.Intn(len(cands)-1)]
+	}
+	m := msgOf(h.msgs[p.Message])
+	cont := m["content"].([]any)
+	m["content"] = append(append([]any{}, cont[:p.Block]...), cont[p.Block+1:]...)
+	return true
+}
+
+func (s *simConv) corruptSignature(h *host) bool {
+	sites := thinkingSites(h.msgs)
+	if len(sites) == 0 {
+		return false
+	}
+	p := sites[s.c.Intn(len(sites))]
+	b := contentOf(h.msgs[p.Message])[p.Block].(map[string]any)
+	field := "signature"
+	if b["type"] == "redacted_thinking" {
+		field = "data"
+	}
+	sig := []byte(b[field].(string))
+	if len(sig) == 0 {
+		return false
+	}
+	at := s.c.Intn(len(sig))
+	if sig[at] == 'A' {
+		sig[at] = 'B'
+	} else {
+		sig[at] = 'A'
+	}
+	b[field] = string(sig)
+	s.corrupt[judge.KeyOf(string(sig))] = true
+	return true
+}
+
+// moveCacheMarker removes every marker from message content blocks and puts
+// one on the last block of the last message (pi's habit).
+func (s *simConv) moveCacheMarker(h *host) {
+	for _, mv := range h.msgs {
+		for _, bv := range contentOf(mv) {
+			if b, ok := bv.(map[string]any); ok {
+				delete(b, "cache_control")
+			}
+		}
+	}
+	if n := len(h.msgs); n > 0 {
+		if cont := contentOf(h.msgs[n-1]); len(cont) > 0 {
+			if b, ok := cont[len(cont)-1].(map[string]any); ok && !isThinkingBlock(b) && b["type"] != "compaction" {
+				b["cache_control"] = map[string]any{"type": "ephemeral"}
+			}
+		}
+	}
+	s.op("cache-marker-moved")
+}
+
+// replySpec draws the reply the model gives.
+func (s *simConv) replySpec() []judge.ReplyBlock {
+	c := s.c
+	var out []judge.ReplyBlock
+	n := []int{0, 1, 1, 1, 1, 1, 1, 2, 2, 3}[c.Intn(10)]
+	for i := 0; i < n; i++ {
+		switch {
+		case pct(c, 10):
+			out = append(out, judge.ReplyBlock{Type: "redacted_thinking"})
+		case pct(c, 10):
+			out = append(out, judge.ReplyBlock{Type: "thinking", Text: ""})
+		default:
+			out = append(out, judge.ReplyBlock{Type: "thinking", Text: fmt.Sprintf("thinking %d.%d", s.step, i)})
+		}
+	}
+	if pct(c, 35) {
+		for k := 0; k < 1+c.Intn(2); k++ {
+			s.toolN++
+			out = append(out, judge.ReplyBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", s.id, s.toolN), Name: "bash",
+				Input: map[string]any{"cmd": "go test ./...", "timeout": 120, "ratio": 0.5}})
+		}
+	} else {
+		out = append(out, judge.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", s.step)})
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// The daemon's side: compile, accept, releases, forks.
+
+func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Compiled) {
+	req, err := binding.ParseRequest(body)
+	if err != nil {
+		s.t.Fatalf("ParseRequest: %v", err)
+	}
+	stamps := map[binding.Digest]binding.Stamp{}
+	for _, k := range binding.StampKeys(req) {
+		if st, ok := s.stamps[k]; ok {
+			stamps[k] = st
+		}
+	}
+	released := make(map[binding.Digest]bool, len(b.released))
+	for k := range b.released {
+		released[k] = true
+	}
+	s.seq++
+	id := fmt.Sprintf("%s-c%d", s.id, s.seq)
+	out, err := binding.Compile(binding.CompileInput{ID: id, Conversation: s.id, Branch: b.name, Seq: s.seq, Request: req,
+		Engaged: s.engaged, Stamps: stamps, Released: released, Remembered: b.remembered, Owner: b.owner})
+	if err != nil {
+		s.t.Fatalf("Compile: %v", err)
+	}
+	for _, st := range out.Persist.Stamps {
+		if _, ok := s.stamps[st.Key]; !ok {
+			s.stamps[st.Key] = st
+		}
+	}
+	if out.Persist.Record != nil {
+		b.remembered = append(b.remembered, out.Persist.Record)
+		s.retain(b)
+	}
+	s.st.compiles++
+	return req, out
+}
+
+func (s *simConv) retain(b *branch) {
+	var rc []binding.RememberedCompile
+	for _, r := range b.remembered {
+		rc = append(rc, binding.RememberedCompile{ID: r.ID, Seq: r.Seq, Accepted: r.Accepted})
+	}
+	own := ""
+	if b.owner != nil {
+		own = b.owner.ID
+	}
+	forget := map[string]bool{}
+	for _, id := range binding.Retain(rc, own) {
+		forget[id] = true
+	}
+	kept := b.remembered[:0]
+	for _, r := range b.remembered {
+		if !forget[r.ID] {
+			kept = append(kept, r)
+		}
+	}
+	b.remembered = kept
+}
+
+func (s *simConv) record(b *branch, id string) (int, *binding.CompileRecord) {
+	for i, r := range b.remembered {
+		if r.ID == id {
+			return i, r
+		}
+	}
+	return -1, nil
+}
+
+func (s *simConv) accept(b *branch, pa pendingAccept) {
+	i, rec := s.record(b, pa.id)
+	if rec == nil {
+		s.st.accepts["forgotten"]++
+		return
+	}
+	out, err := binding.Accept(binding.AcceptInput{Record: rec, Owner: b.owner, Engaged: s.engaged, Reply: pa.reply, Transformations: pa.transform, Stamps: s.stamps})
+	if err != nil {
+		s.t.Fatalf("Accept %s: %v", pa.id, err)
+	}
+	s.st.accepts[pa.kind]++
+	if out.Noop {
+		return
+	}
+	b.remembered[i] = out.Record
+	if out.Owner {
+		b.owner = out.Record
+	}
+	if out.Engage {
+		s.engaged = true
+	}
+	for _, st := range out.Stamps {
+		if _, ok := s.stamps[st.Key]; !ok {
+			s.stamps[st.Key] = st
+		}
+	}
+	for _, r := range out.Releases {
+		if _, ok := b.released[r.Key]; !ok {
+			b.released[r.Key] = r.Reason
+		}
+	}
+}
+
+func (s *simConv) fork() {
+	p := s.cur
+	nb := &branch{name: fmt.Sprintf("fork%d", len(s.branches)), h: p.h.clone(), released: map[binding.Digest]string{}}
+	for k, v := range p.released {
+		nb.released[k] = v
+	}
+	s.branches = append(s.branches, nb)
+	s.cur = nb
+	s.op("fork")
+}
+
+// ---------------------------------------------------------------------------
+// One step: prepare, compile, rewrite, judge, check, accept.
+
+func (s *simConv) runStep() {
+	s.step++
+	s.st.steps++
+	c := s.c
+	if len(s.branches) < 4 && pct(c, 3) {
+		s.fork()
+	} else if len(s.branches) > 1 && pct(c, 20) {
+		s.cur = s.branches[c.Intn(len(s.branches))]
+	}
+	b := s.cur
+	s.prepare(b)
+	for attempt := 0; attempt < 4; attempt++ {
+		body := s.body(b)
+		req, out := s.compile(b, body)
+		sent := out.Rewrite(body, req)
+		res := s.j.Answer(judge.Call{Body: sent, Beta: s.beta}, s.replySpec())
+		s.deliverAccepts(b)
+		retry := s.check(b, body, out, res)
+		if res.Status == 200 {
+			s.afterReply(b, out, res)
+			return
+		}
+		if !retry {
+			return
+		}
+	}
+	s.violation("retry-loop", "four refusals in a row")
+}
+
+func (s *simConv) deliverAccepts(b *branch) {
+	var keep []pendingAccept
+	for _, pa := range b.pending {
+		if pa.due <= s.step {
+			s.accept(b, pa)
+		} else {
+			keep = append(keep, pa)
+		}
+	}
+	b.pending = keep
+}
+
+func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judge.Result) {
+	v, err := decodeJSON(res.Reply)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	b.h.msgs = append(b.h.msgs, v)
+	for _, bv := range contentOf(v) {
+		if blk := bv.(map[string]any); blk["type"] == "tool_use" {
+			b.h.openTools = append(b.h.openTools, blk["id"].(string))
+		}
+	}
+	var trs []binding.InputTransformation
+	for _, tr := range res.Transformations {
+		trs = append(trs, binding.InputTransformation{Type: tr.Type, Path: tr.Path, Reason: tr.Reason})
+	}
+	pa := pendingAccept{id: out.ID, reply: res.Reply, transform: trs}
+	switch r := s.c.Intn(100); {
+	case r < 55:
+		pa.kind = "now"
+		s.accept(b, pa)
+	case r < 65:
+		pa.kind, pa.reply = "now-no-reply", nil
+		s.accept(b, pa)
+	case r < 78:
+		pa.kind, pa.due = "late", s.step+1+s.c.Intn(3)
+		b.pending = append(b.pending, pa)
+	case r < 85:
+		pa.kind, pa.due, pa.reply = "late-no-reply", s.step+1+s.c.Intn(3), nil
+		b.pending = append(b.pending, pa)
+	default:
+		s.st.accepts["never"]++
+	}
+}
+
+func (s *simConv) violation(kind, detail string) {
+	s.st.violations[kind]++
+	if len(s.st.examples) < 12 {
+		s.st.examples = append(s.st.examples, fmt.Sprintf("%s step %d [%s] %s: %s", s.id, s.step, s.reading, kind, detail))
+	}
+}
+
+// check runs the invariants on one compile and the judge's answer. It
+// returns true when the host should retry after a refusal it released.
+func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge.Result) bool {
+	facts, err := s.j.Facts(body)
+	if err != nil {
+		s.t.Fatalf("Facts: %v", err)
+	}
+	at := map[binding.Pos]int{}
+	for i, f := range facts {
+		at[binding.Pos{Message: f.Path.Message, Block: f.Path.Block}] = i
+	}
+	strips := map[binding.Pos]binding.Strip{}
+	for _, st := range out.Strips {
+		strips[st.Pos] = st
+		s.st.strips[string(st.Reason)]++
+	}
+	var kept []int
+	for i, f := range facts {
+		if _, ok := strips[binding.Pos{Message: f.Path.Message, Block: f.Path.Block}]; !ok {
+			kept = append(kept, i)
+		}
+	}
+	latest := latestAssistantOfBody(body)
+	var latestIdx []int
+	for i, f := range facts {
+		if f.Path.Message == latest {
+			latestIdx = append(latestIdx, i)
+		}
+	}
+
+	// Invariant 3: the latest assistant message's run is all or nothing.
+	nStripped := 0
+	for _, i := range latestIdx {
+		if _, ok := strips[binding.Pos{Message: facts[i].Path.Message, Block: facts[i].Path.Block}]; ok {
+			nStripped++
+		}
+	}
+	if nStripped > 0 && nStripped < len(latestIdx) {
+		s.violation("latest-partially-trimmed", fmt.Sprintf("%d of %d blocks of messages.%d stripped", nStripped, len(latestIdx), latest))
+	}
+
+	// Invariant 1: the judge never refuses a block bindery kept. Before the
+	// conversation engages bindery passes every block through by design
+	// (binding.md verdict 1): what the judge does to those is counted apart.
+	flag := s.violation
+	if !out.Engaged {
+		flag = func(kind, detail string) { s.st.preEngagement[kind]++ }
+	}
+	toOrig := map[judge.Path]binding.Pos{}
+	for _, k := range out.Record.Kept {
+		toOrig[judge.Path{Message: k.Sent.Message, Block: k.Sent.Block}] = k.Orig
+	}
+	retry := false
+	for _, v := range res.Blocks {
+		orig, ok := toOrig[v.Path]
+		switch v.Fate {
+		case judge.FateBadSignature:
+			if ok && s.corrupt[v.Key] {
+				s.st.expected400++
+				// A bad signature is not a binding refusal: the host releases
+				// that block by its signature and resends.
+				b.released[binding.SignatureKey(sigOf(body, orig))] = binding.ReleaseHost
+				retry = true
+				continue
+			}
+			flag("refused-bad-signature", fmt.Sprintf("%s (orig %s): %s", v.Path, orig.Path(), res.Error))
+		case judge.FateRefused:
+			flag("refused", fmt.Sprintf("%s (orig %s): %s", v.Path, orig.Path(), res.Error))
+			if ok {
+				rels, err := binding.ReleaseAtPath(out.Record, v.Path.String())
+				if err == nil {
+					for _, r := range rels {
+						b.released[r.Key] = r.Reason
+					}
+					retry = true
+				}
+			}
+		case judge.FateDroppedPrefix:
+			flag("dropped-by-provider", fmt.Sprintf("%s (orig %s) cause %s", v.Path, orig.Path(), v.Cause))
+		case judge.FateAllowed:
+			flag("mismatch-allowed", fmt.Sprintf("%s (orig %s) cause %s", v.Path, orig.Path(), v.Cause))
+		case judge.FateDroppedModel:
+			if out.Binds {
+				flag("kept-unreadable", fmt.Sprintf("%s (orig %s) minted by %s", v.Path, orig.Path(), v.Minter))
+			}
+		}
+	}
+	if res.Status != 200 && !retry && len(s.st.examples) < 12 && !strings.Contains(res.Error, "Invalid `") {
+		flag("refused-other", res.Error)
+	}
+
+	// Invariant 2: no strip of a block the judge would accept, beyond the allowed causes.
+	for _, st := range out.Strips {
+		i, ok := at[st.Pos]
+		if !ok {
+			s.violation("strip-of-no-block", st.Pos.Path())
+			continue
+		}
+		f := facts[i]
+		if !f.Valid() {
+			s.st.necessary[string(st.Reason)]++
+			continue
+		}
+		switch st.Reason {
+		case binding.ReasonGap:
+			if cause, forced := gapForced(facts, kept, latestIdx, i); forced {
+				s.st.forced[cause]++
+			} else {
+				s.violation("unforced-gap", st.Pos.Path())
+			}
+		case binding.ReasonNoStamp:
+			if out.FirstAfterEngagement {
+				s.st.forced["first-compile-after-engagement"]++
+			} else {
+				s.st.forced["unattributable"]++
+			}
+		case binding.ReasonReleased:
+			cause, ok := b.released[st.Key]
+			switch {
+			case !ok:
+				s.violation("released-without-release", st.Pos.Path())
+			case cause == string(binding.ReasonSeedChanged) || cause == string(binding.ReasonModelUnreadable) || cause == string(binding.ReasonReleased):
+				s.violation("unjustified-release", fmt.Sprintf("%s released for %s", st.Pos.Path(), cause))
+			default:
+				s.st.forced["released/"+cause]++
+			}
+		case binding.ReasonModelUnreadable:
+			if s.readingConservativeRead(body, f) {
+				s.st.conservative["model-unreadable (unlisted read)"]++
+			} else {
+				s.violation("unforced-model-unreadable", fmt.Sprintf("%s minted by %s", st.Pos.Path(), f.Minter))
+			}
+		default:
+			if !f.Checked {
+				s.st.conservative[string(st.Reason)+" (target not checking under this reading)"]++
+			} else {
+				s.violation("unforced-"+string(st.Reason), fmt.Sprintf("%s minted by %s", st.Pos.Path(), f.Minter))
+			}
+		}
+	}
+	return retry
+}
+
+// readingConservativeRead: the judge reads the block only under a reading of
+// an [INF] read set (Fable 5.2 reading older models, Sonnet 5.5's set).
+func (s *simConv) readingConservativeRead(body []byte, f judge.BlockFacts) bool {
+	r := s.reading
+	model := modelOf(body)
+	return (r.Fable52ReadsOlder && (strings.Contains(model, "fable-5-2") || strings.Contains(model, "mythos-5-2"))) ||
+		(r.Sonnet55ReadsOlder && strings.Contains(model, "sonnet-5-5"))
+}
+
+// gapForced reports whether keeping block b as well (or, for a block of the
+// latest assistant message, that message's whole run) would break the run
+// rule or the latest-message rule, or would keep a block the judge refuses.
+func gapForced(facts []judge.BlockFacts, kept, latest []int, b int) (string, bool) {
+	inLatest := false
+	for _, i := range latest {
+		if i == b {
+			inLatest = true
+		}
+	}
+	if !runValid(facts, union(kept, []int{b}), latest) {
+		if inLatest && len(latest) > 1 {
+			all := union(kept, latest)
+			for _, i := range latest {
+				if !facts[i].Valid() {
+					return "latest-message", true
+				}
+			}
+			if runValid(facts, all, latest) {
+				return "", false
+			}
+			return "latest-message", true
+		}
+		return "run-rule", true
+	}
+	return "", false
+}
+
+func union(a, b []int) []int {
+	m := map[int]bool{}
+	for _, x := range a {
+		m[x] = true
+	}
+	for _, x := range b {
+		m[x] = true
+	}
+	out := make([]int, 0, len(m))
+	for x := range m {
+		out = append(out, x)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// runValid: the blocks of set, in request order, form one run (each read
+// block names the previous read one as its predecessor; the first may name
+// any), and the latest assistant message's blocks are all in or all out.
+func runValid(facts []judge.BlockFacts, set, latest []int) bool {
+	var prev *judge.BlockFacts
+	in := map[int]bool{}
+	for _, i := range set {
+		in[i] = true
+		f := &facts[i]
+		if !f.Readable {
+			continue
+		}
+		if prev != nil && (!f.HasPred || f.Pred != prev.Key) {
+			return false
+		}
+		prev = f
+	}
+	n := 0
+	for _, i := range latest {
+		if in[i] {
+			n++
+		}
+	}
+	return n == 0 || n == len(latest)
+}
+
+func latestAssistantOfBody(body []byte) int {
+	var top struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		panic(err)
+	}
+	for i := len(top.Messages) - 1; i >= 0; i-- {
+		if top.Messages[i].Role == "assistant" {
+			return i
+		}
+	}
+	return -1
+}
+
+func modelOf(body []byte) string {
+	var top struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &top)
+	return top.Model
+}
+
+// sigOf returns the signature (or data) of the block at p in body.
+func sigOf(body []byte, p binding.Pos) string {
+	v, err := decodeJSON(body)
+	if err != nil {
+		panic(err)
+	}
+	b := contentOf(v.(map[string]any)["messages"].([]any)[p.Message])[p.Block].(map[string]any)
+	if s, ok := b["signature"].(string); ok {
+		return s
+	}
+	s, _ := b["data"].(string)
+	return s
+}
+
+// runConversation drives one conversation to its end.
+func runConversation(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading, maxSteps int) {
+	s := newSimConv(t, c, st, n, reading)
+	st.conversations++
+	for i := 0; i < maxSteps && !c.Done(); i++ {
+		s.runStep()
+	}
+	// Late accepts that never came due: deliver them (the host caught up).
+	for _, b := range s.branches {
+		s.step += 10
+		s.deliverAccepts(b)
+	}
+}
+
+// ---------------------------------------------------------------------------
+
+func TestSimulatedConversations(t *testing.T) {
+	conversations, steps := 2560, 24
+	if testing.Short() {
+		conversations, steps = 256, 16
+	}
+	readings := judge.Readings()
+	total := newSimStats()
+	const workers = 2
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			st := newSimStats()
+			for n := w; n < conversations; n += workers {
+				c := randChooser{rand.New(rand.NewPCG(uint64(n), 0x5eed))}
+				runConversation(t, c, st, n, readings[n%len(readings)], steps)
+			}
+			total.merge(st)
+		}(w)
+	}
+	wg.Wait()
+	t.Logf("simulation:\n%s", total)
+	if len(total.violations) > 0 {
+		t.Errorf("invariant violations:%s\nexamples:\n  %s", fmtCounts(total.violations), strings.Join(total.examples, "\n  "))
+	}
+	// The simulation must exercise what it claims to.
+	for _, op := range []string{"stub-tool-result", "heartbeat", "system-changed", "model-switch", "fork", "compaction",
+		"prune-before-compaction", "summarize-keep-tail", "host-drops-oldest-thinking", "host-corrupts-signature", "reminder"} {
+		if total.ops[op] == 0 && !testing.Short() {
+			t.Errorf("op %s never happened", op)
+		}
+	}
+	for _, k := range []string{"now", "now-no-reply", "late", "late-no-reply", "never"} {
+		if total.accepts[k] == 0 {
+			t.Errorf("accept kind %s never happened", k)
+		}
+	}
+	if !testing.Short() && len(total.readings) != len(readings) {
+		t.Errorf("ran %d readings of %d", len(total.readings), len(readings))
+	}
+}
+
+func FuzzConversation(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add(bytes.Repeat([]byte{7, 200, 13, 99, 1, 250, 42}, 60))
+	f.Add(bytes.Repeat([]byte{255, 0, 128, 3}, 120))
+	readings := judge.Readings()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 {
+			return
+		}
+		st := newSimStats()
+		c := &byteChooser{b: data[1:]}
+		runConversation(t, c, st, 0, readings[int(data[0])%len(readings)], 40)
+		if len(st.violations) > 0 {
+			t.Fatalf("violations:%s\n  %s", fmtCounts(st.violations), strings.Join(st.examples, "\n  "))
+		}
+	})
+}
