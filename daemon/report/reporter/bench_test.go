@@ -1,0 +1,79 @@
+package reporter
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func lensFor(rng *rand.Rand) []int {
+	lens := make([]int, 3+rng.IntN(8))
+	for i := range lens {
+		if rng.IntN(5) == 0 {
+			lens[i] = 17 + rng.IntN(20)
+		} else {
+			lens[i] = 1 + rng.IntN(6)
+		}
+	}
+	return lens
+}
+
+// BenchmarkArchive measures GET /v1/report's work over a real SQLite
+// index of 1,000 sessions: from cold (no cached summary), then again after
+// 10 sessions are added (1,000 summaries cached), then with nothing new
+// (the fixed cost of listing sessions and merging summaries).
+func BenchmarkArchive(b *testing.B) {
+	ctx := context.Background()
+	d := openDB(b)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 1000 {
+		ingestSession(b, d, fmt.Sprintf("s%05d", i), lensFor(rng))
+	}
+	clear := func() {
+		if err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM report_summaries`)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("cold-1000", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			clear()
+			r := New(d, nil, nil, nil)
+			b.StartTimer()
+			if _, st, err := r.Archive(ctx); err != nil || st.Analysed != 1000 {
+				b.Fatalf("%+v %v", st, err)
+			}
+		}
+	})
+	clear()
+	r := New(d, nil, nil, nil)
+	if _, _, err := r.Archive(ctx); err != nil {
+		b.Fatal(err)
+	}
+	next := 1000
+	b.Run("plus-10", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			for range 10 {
+				ingestSession(b, d, fmt.Sprintf("s%05d", next), lensFor(rng))
+				next++
+			}
+			b.StartTimer()
+			if _, st, err := r.Archive(ctx); err != nil || st.Analysed != 10 {
+				b.Fatalf("%+v %v", st, err)
+			}
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			if _, st, err := r.Archive(ctx); err != nil || st.Analysed != 0 {
+				b.Fatalf("%+v %v", st, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,208 @@
+// Package reporter is the shell around the pure report package: it keeps
+// every session's report summary current in memory and in the database,
+// recomputing a session only when its stamp (ingest progress, compile
+// events, price table, format) changed, and answers GET /v1/report.
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/daemon/report"
+	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
+)
+
+// CompileSource gives bindery's compile events for one pi session, and the
+// seq of the last one (0 when none): it enters the summary's stamp, so a
+// new compile refreshes the session. Issue 4 (strip events) provides it.
+type CompileSource interface {
+	SessionCompiles(ctx context.Context, session string) ([]report.CompileEvent, int64, error)
+}
+
+// Reporter answers reports over the sessions in the database.
+type Reporter struct {
+	db       *db.DB
+	prices   *report.Prices
+	compiles CompileSource // nil: no compile events yet
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	loaded bool
+	mem    map[int64]cached // by files.id
+}
+
+type cached struct {
+	stamp string
+	sum   report.Summary
+}
+
+// New returns a Reporter. prices is the price table (report.DefaultPrices
+// or one read from the --prices file); compiles may be nil.
+func New(d *db.DB, prices *report.Prices, compiles CompileSource, log *slog.Logger) *Reporter {
+	if prices == nil {
+		prices = report.DefaultPrices()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reporter{db: d, prices: prices, compiles: compiles, log: log, mem: map[int64]cached{}}
+}
+
+// Stats says what the last Archive call did.
+type Stats struct {
+	Sessions int // sessions in the archive
+	Analysed int // sessions whose summary was recomputed
+}
+
+// Archive reports over every session the database holds (removed files
+// included: their rows are kept). Only sessions whose stamp changed are
+// read and analysed; the others come from the summary cache.
+func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		rows, err := r.db.ReportSummaries(ctx)
+		if err != nil {
+			return report.Report{}, Stats{}, err
+		}
+		for file, row := range rows {
+			var s report.Summary
+			if json.Unmarshal(row.Summary, &s) != nil || s.Version != report.FormatVersion {
+				continue // recomputed below
+			}
+			r.mem[file] = cached{stamp: row.Stamp, sum: s}
+		}
+		r.loaded = true
+	}
+	sessions, err := r.db.ReportSessions(ctx)
+	if err != nil {
+		return report.Report{}, Stats{}, err
+	}
+	sums := make([]report.Summary, 0, len(sessions))
+	var fresh []db.ReportSummary
+	live := make(map[int64]bool, len(sessions))
+	for _, s := range sessions {
+		live[s.File] = true
+		compiles, seq, err := r.sessionCompiles(ctx, s.ID)
+		if err != nil {
+			return report.Report{}, Stats{}, err
+		}
+		stamp := report.Stamp(s.Progress, seq, r.prices)
+		c, ok := r.mem[s.File]
+		if !ok || c.stamp != stamp {
+			sess, err := r.analyse(ctx, s.File, s.ID, compiles)
+			if err != nil {
+				return report.Report{}, Stats{}, err
+			}
+			c = cached{stamp: stamp, sum: sess.Summary}
+			r.mem[s.File] = c
+			data, err := json.Marshal(c.sum)
+			if err != nil {
+				return report.Report{}, Stats{}, fmt.Errorf("encode summary of %s: %w", s.ID, err)
+			}
+			fresh = append(fresh, db.ReportSummary{File: s.File, Stamp: stamp, Summary: data})
+		}
+		sums = append(sums, c.sum)
+	}
+	for file := range r.mem {
+		if !live[file] {
+			delete(r.mem, file)
+		}
+	}
+	if err := r.db.PutReportSummaries(ctx, fresh); err != nil {
+		// The report is still right; the next one recomputes these.
+		r.log.Warn("report: could not cache summaries", "err", err)
+	}
+	return report.ArchiveReport(sums, r.prices), Stats{Sessions: len(sessions), Analysed: len(fresh)}, nil
+}
+
+// Session reports one session by pi's id, with its per-request rows.
+func (r *Reporter) Session(ctx context.Context, id string) (report.Report, error) {
+	s, err := r.db.Session(ctx, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return report.Report{}, api.Errorf(api.CodeNotFound, "no session %q", id)
+	}
+	if err != nil {
+		return report.Report{}, err
+	}
+	compiles, _, err := r.sessionCompiles(ctx, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	sess, err := r.analyse(ctx, s.File, id, compiles)
+	if err != nil {
+		return report.Report{}, err
+	}
+	return report.SessionReport(sess, r.prices), nil
+}
+
+// Report is what the API serves: the archive's report when session is
+// "", else that session's, as JSON.
+func (r *Reporter) Report(ctx context.Context, session string) (json.RawMessage, error) {
+	var rep report.Report
+	var err error
+	if session == "" {
+		rep, _, err = r.Archive(ctx)
+	} else {
+		rep, err = r.Session(ctx, session)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(rep)
+}
+
+func (r *Reporter) sessionCompiles(ctx context.Context, id string) ([]report.CompileEvent, int64, error) {
+	if r.compiles == nil {
+		return nil, 0, nil
+	}
+	ev, seq, err := r.compiles.SessionCompiles(ctx, id)
+	if err != nil {
+		return nil, 0, fmt.Errorf("compile events of %s: %w", id, err)
+	}
+	return ev, seq, nil
+}
+
+func (r *Reporter) analyse(ctx context.Context, file int64, id string, compiles []report.CompileEvent) (report.Session, error) {
+	rows, err := r.db.ReportEntries(ctx, file)
+	if err != nil {
+		return report.Session{}, err
+	}
+	return report.Analyze(report.SessionInput{Session: id, Entries: Entries(rows), Compiles: compiles}, r.prices), nil
+}
+
+// Entries converts the index's rows to the watcher's entry shape the
+// report reads. The index keeps pi's cost.total only, so Cost has Total
+// alone (the report then splits it in the price table's proportions).
+func Entries(rows []db.Entry) []watcher.Entry {
+	out := make([]watcher.Entry, len(rows))
+	for i := range rows {
+		e := &rows[i]
+		w := &out[i]
+		*w = watcher.Entry{
+			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
+			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
+			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
+		}
+		u := e.Usage
+		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil {
+			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+			if u.CostTotal != nil {
+				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal}
+			}
+		}
+		if len(e.Thinking) > 0 {
+			w.Thinking = make([]watcher.ThinkingBlock, len(e.Thinking))
+			for j, t := range e.Thinking {
+				w.Thinking[j] = watcher.ThinkingBlock{Index: t.Index, Redacted: t.Redacted, Signed: t.Signed, SigDigest: t.SigDigest, Chars: t.Chars}
+			}
+		}
+	}
+	return out
+}
