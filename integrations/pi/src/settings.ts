@@ -31,11 +31,24 @@ export interface BinderySettings {
 
 type Env = Record<string, string | undefined>;
 
-/** $BINDERY_SOCKET, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else ~/.local/state/bindery/bindery.sock. */
+/**
+ * The daemon's default socket, resolved the way bindery's own client resolves it
+ * (api/paths.go DefaultSocket): $BINDERY_SOCKET, else $RUNTIME_DIRECTORY/bindery.sock
+ * (systemd), else $XDG_RUNTIME_DIR/bindery/bindery.sock, else <state dir>/run/bindery.sock
+ * with the state dir $BINDERY_STATE_DIR, $STATE_DIRECTORY, $XDG_STATE_HOME/bindery or
+ * ~/.local/state/bindery.
+ */
 export function defaultSocketPath(env: Env = process.env, home: string = homedir()): string {
+  const first = (list: string) => list.split(":")[0];
   if (env.BINDERY_SOCKET) return env.BINDERY_SOCKET;
+  if (env.RUNTIME_DIRECTORY) return join(first(env.RUNTIME_DIRECTORY), "bindery.sock");
   if (env.XDG_RUNTIME_DIR) return join(env.XDG_RUNTIME_DIR, "bindery", "bindery.sock");
-  return join(home, ".local", "state", "bindery", "bindery.sock");
+  let state: string;
+  if (env.BINDERY_STATE_DIR) state = env.BINDERY_STATE_DIR;
+  else if (env.STATE_DIRECTORY) state = first(env.STATE_DIRECTORY);
+  else if (env.XDG_STATE_HOME) state = join(env.XDG_STATE_HOME, "bindery");
+  else state = join(env.HOME || home, ".local", "state", "bindery");
+  return join(state, "run", "bindery.sock");
 }
 
 /** pi's agent dir: $PI_CODING_AGENT_DIR (with ~ expanded), else ~/.pi/agent. */

@@ -1,0 +1,248 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { BinderyBridge } from "../src/bridge.js";
+import { defaultSettings, type BinderySettings } from "../src/settings.js";
+import { FakeCtx, samplePayload, sampleReply, uiReporter } from "./helpers.js";
+import { json, StubDaemon } from "./stub-daemon.js";
+
+function settingsFor(socketPath: string, over: Partial<BinderySettings> = {}): BinderySettings {
+  return { ...defaultSettings({}, "/h"), socketPath, compileTimeoutMs: 300, callTimeoutMs: 300, ...over };
+}
+
+const BOUND_400 =
+  '400 messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".';
+
+test("compile sends session, leaf, file and payload; the answer's request is what pi sends", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const stripped = samplePayload();
+  stripped.messages[1].content.shift();
+  d.handler = (call, res) =>
+    call.path === "/v1/compile"
+      ? json(res, 200, { compileId: "c1", engaged: true, thinkingStripped: 1, strips: [{ path: "messages.1.content.0", reason: "prefix-changed" }], request: stripped })
+      : json(res, 200, { accepted: true });
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const payload = samplePayload();
+  const out = await b.beforeProviderRequest(payload, ctx);
+  assert.deepEqual(out, stripped);
+  assert.deepEqual(d.calls[0].body, {
+    conversation: "sess-1",
+    branch: "leaf-1",
+    sessionFile: "/tmp/sessions/s.jsonl",
+    request: payload,
+    return: "request",
+  });
+  assert.equal(ctx.status, "bindery ✓ thinking kept 0 · stripped 1");
+
+  await b.messageEnd(sampleReply(), ctx);
+  assert.equal(d.calls[1].path, "/v1/accept");
+  assert.deepEqual(d.calls[1].body, {
+    compileId: "c1",
+    reply: {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "t2", signature: "SIG2" },
+        { type: "tool_use", id: "toolu_2", name: "bash", input: { command: "pwd" } },
+      ],
+    },
+    usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 30, cache_creation_input_tokens: 40 },
+  });
+  assert.deepEqual(b.counters, { compiles: 1, accepts: 1, releases: 0, failures: 0 });
+  assert.equal(ctx.notes.length, 0);
+});
+
+test("a non-Anthropic payload is not sent to bindery", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  assert.equal(await b.beforeProviderRequest({ model: "gpt", input: [] }, new FakeCtx()), undefined);
+  assert.equal(d.calls.length, 0);
+});
+
+test("each accept goes to the compile that answered it; user and toolResult message_end are ignored", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.equal(b.messageEnd({ role: "user", content: "x" }, ctx), undefined);
+  assert.equal(b.messageEnd({ role: "toolResult", content: [] }, ctx), undefined);
+  await b.messageEnd(sampleReply(), ctx);
+  // A second assistant message_end with no compile in between (e.g. a compaction summary) is not accepted twice.
+  assert.equal(b.messageEnd(sampleReply(), ctx), undefined);
+  assert.deepEqual(d.paths(), ["/v1/compile", "/v1/accept"]);
+  // A reply from another model than the compiled request is not attributed to it.
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.equal(b.messageEnd(sampleReply({ model: "other-model" }), ctx), undefined);
+  // An aborted reply is never replayed by pi: nothing to accept.
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.equal(b.messageEnd(sampleReply({ stopReason: "aborted" }), ctx), undefined);
+  assert.deepEqual(d.paths(), ["/v1/compile", "/v1/accept", "/v1/compile", "/v1/compile"]);
+});
+
+test("daemon down (no socket): payload unchanged, failures counted, reported once, footer says so", async () => {
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor("/nonexistent/dir/bindery.sock"), uiReporter);
+  for (let i = 0; i < 3; i++) assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.equal(b.messageEnd(sampleReply(), ctx), undefined); // no compile id: no accept
+  assert.equal(b.counters.failures, 3);
+  assert.equal(ctx.notes.length, 1);
+  assert.match(ctx.notes[0].message, /compile failed .*ENOENT.*unchanged/);
+  assert.match(ctx.status!, /^bindery down/);
+});
+
+test("daemon slow: the compile deadline passes, payload unchanged", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = () => {}; // never answers
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath, { compileTimeoutMs: 100 }), uiReporter);
+  assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.equal(b.counters.failures, 1);
+  assert.match(b.lastError()!, /no answer within 100 ms/);
+});
+
+test("daemon answers an error, or garbage: payload unchanged, counted", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  d.handler = (_c, res) => json(res, 500, { error: { code: "internal", message: "boom" } });
+  assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.match(b.lastError()!, /500 internal boom/);
+  d.handler = (_c, res) => {
+    res.writeHead(200);
+    res.end("<html>");
+  };
+  assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  d.handler = (_c, res) => json(res, 200, { compileId: "x" }); // no request in the answer
+  assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.equal(b.counters.failures, 3);
+  assert.equal(ctx.notes.length, 1);
+});
+
+test("failOpen false: bindery unreachable sends the payload with every thinking block removed", async () => {
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor("/nonexistent/bindery.sock", { failOpen: false }), uiReporter);
+  const out = (await b.beforeProviderRequest(samplePayload(), ctx)) as any;
+  assert.ok(out);
+  assert.equal(out.messages[1].content.length, 1);
+  assert.equal(out.messages[1].content[0].type, "tool_use");
+  assert.match(ctx.notes[0].message, /earlier thinking removed/);
+});
+
+test("bindery back after a failure: reported as connected again", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  d.handler = () => {};
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  d.handler = (await import("./stub-daemon.js")).defaultHandler;
+  assert.ok(await b.beforeProviderRequest(samplePayload(), ctx));
+  assert.deepEqual(ctx.notes.map((n) => n.type), ["warning", "info"]);
+  assert.match(ctx.status!, /^bindery ✓/);
+});
+
+test("a prefix-binding 400 releases the named block on the compile's branch and tells the user once", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  ctx.leaf = "leaf-7";
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  await b.messageEnd({ role: "assistant", content: [], model: "claude-fable-5-2", stopReason: "error", errorMessage: BOUND_400 }, ctx);
+  const release = d.calls.find((c) => c.path === "/v1/release")!;
+  assert.ok(release, "release was called");
+  assert.equal(release.body.conversation, "sess-1");
+  assert.equal(release.body.branch, "leaf-7");
+  assert.equal(release.body.path, "messages.1.content.0");
+  assert.match(release.body.compileId, /^cleaf-7-/);
+  assert.equal(ctx.notes.length, 1);
+  assert.match(ctx.notes[0].message, /refused the thinking block at messages\.1\.content\.0.*released it and every later one \(2\).*next request goes through clean/);
+  assert.doesNotMatch(ctx.notes[0].message, /drop_block/); // setting off by default
+  // The next compile carries no block_binding (dropBlock is off).
+  const next = (await b.beforeProviderRequest(samplePayload(), ctx)) as any;
+  assert.equal(next.thinking.block_binding, undefined);
+});
+
+test("other errors release nothing: a bad signature, an overload", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.equal(b.messageEnd({ role: "assistant", content: [], stopReason: "error", errorMessage: "400 messages.1.content.0: Invalid `signature` in `thinking` block." }, ctx), undefined);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.equal(b.messageEnd({ role: "assistant", content: [], stopReason: "error", errorMessage: "529 overloaded_error" }, ctx), undefined);
+  assert.deepEqual(d.paths(), ["/v1/compile", "/v1/compile"]);
+});
+
+test("dropBlock on: after a refusal, the session's requests carry drop_block on a direct Anthropic route", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  let installs = 0;
+  const b = new BinderyBridge(settingsFor(d.socketPath, { dropBlock: true }), uiReporter, () => installs++);
+  const first = (await b.beforeProviderRequest(samplePayload(), ctx)) as any;
+  assert.equal(first.thinking.block_binding, undefined, "not before any refusal");
+  await b.messageEnd({ role: "assistant", content: [], stopReason: "error", errorMessage: BOUND_400 }, ctx);
+  assert.equal(installs, 1);
+  assert.match(ctx.notes[0].message, /drop_block/);
+  const next = (await b.beforeProviderRequest(samplePayload(), ctx)) as any;
+  assert.deepEqual(next.thinking.block_binding, { prefix_mismatch_behavior: "drop_block" });
+  assert.match(ctx.status!, /drop_block/);
+  // A new session starts clean.
+  ctx.sessionId = "sess-2";
+  const other = (await b.beforeProviderRequest(samplePayload(), ctx)) as any;
+  assert.equal(other.thinking.block_binding, undefined);
+});
+
+test("dropBlock is never sent on routes that may refuse the field", () => {
+  const b = new BinderyBridge(settingsFor("/x", { dropBlock: true, dropBlockHosts: ["proxy.local"] }), uiReporter);
+  assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "anthropic-messages", baseUrl: "https://api.anthropic.com" }), true);
+  assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "anthropic-messages", baseUrl: "http://proxy.local:8080/v1" }), true);
+  assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "anthropic-messages", baseUrl: "https://openrouter.ai/api" }), false);
+  assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "bedrock-converse-stream", baseUrl: "https://api.anthropic.com" }), false);
+  assert.equal(b.routeAcceptsDropBlock(undefined), false);
+});
+
+test("footer counts distinct stripped blocks per session and the blocks kept in the last request", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  d.handler = (call, res) => {
+    if (call.path !== "/v1/compile") return json(res, 200, {});
+    const req = structuredClone(call.body.request);
+    req.messages[1].content.shift();
+    json(res, 200, { compileId: "c", strips: [{ path: "messages.1.content.0", reason: "released" }], request: req });
+  };
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const p = samplePayload();
+  p.messages.push({ role: "assistant", content: [{ type: "thinking", thinking: "k", signature: "KEEP" }, { type: "text", text: "ok" }] });
+  await b.beforeProviderRequest(p, ctx);
+  await b.beforeProviderRequest(p, ctx); // the same block stripped again counts once
+  assert.equal(ctx.status, "bindery ✓ thinking kept 1 · stripped 1");
+});
+
+test("disabled: no calls, payload untouched", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const b = new BinderyBridge(settingsFor(d.socketPath, { enabled: false }), uiReporter);
+  assert.equal(await b.beforeProviderRequest(samplePayload(), new FakeCtx()), undefined);
+  assert.equal(b.messageEnd(sampleReply(), new FakeCtx()), undefined);
+  assert.equal(d.calls.length, 0);
+});
+
+test("accept failure after a good compile is counted and never thrown into pi", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  d.handler = (_c, res) => json(res, 404, { error: { code: "unknown_compile", message: "forgotten" } });
+  await b.messageEnd(sampleReply(), ctx);
+  assert.equal(b.counters.failures, 1);
+  assert.match(b.lastError()!, /404 unknown_compile forgotten/);
+});

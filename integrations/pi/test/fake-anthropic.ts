@@ -1,0 +1,359 @@
+/**
+ * A fake Anthropic Messages API for tests, judging thinking blocks by the rules in
+ * shared/research/preserved-thinking.md (sections 1-2, 8), as an enforced account on a
+ * binding model (Fable 5.2: a prefix mismatch is a 400 unless the request says drop_block):
+ *
+ * - Each signature it mints binds the block to its prefix: a digest of `system`, the
+ *   non-deferred `tools` and every message before the block (values, not bytes: key order
+ *   ignored, `cache_control` markers ignored, thinking blocks excluded), the block's own
+ *   text, the thinking block the model read just before it, and the response it came from.
+ *   The signature is HMAC-protected: a changed signature or thinking text is a bad-signature
+ *   400 in every mode.
+ * - A block whose prefix changed, or whose predecessor is not the block kept just before it
+ *   (a gap, a reorder, a re-insertion), fails: 400 naming `messages.N.content.M` of the
+ *   first failing block, or with drop_block, that block and every later one dropped and
+ *   reported in `input_transformations`.
+ * - The latest assistant message's thinking run must be all of what the model emitted, or none.
+ * - `thinking.block_binding` without the `thinking-binding-controls-2026-08-01` beta is a 400.
+ *
+ * Replies are scripted by the last user text: `tools:K` runs K tool rounds (bash echo)
+ * before the final text, `double` emits two thinking blocks per reply, `redacted` makes the
+ * first one redacted_thinking. Every reply's final text says how many thinking blocks it read.
+ */
+import { createHash, createHmac } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export const BETA = "thinking-binding-controls-2026-08-01";
+const KEY = "fake-anthropic-signing-key";
+
+type Json = any;
+type Block = { type: string; [k: string]: Json | undefined };
+type Message = { role: string; content: string | Block[]; [k: string]: Json | undefined };
+
+interface Sig {
+  r: string; // response id
+  i: number; // index of the block among the response's thinking blocks
+  n: number; // thinking blocks in that response
+  p: string; // prefix digest
+  q: string; // digest of the predecessor block's signature, "" if none
+  m: string; // minting model
+  t: string; // digest of the thinking text
+}
+
+export interface Verdict {
+  status: number;
+  /** The 400's message, when status is 400. */
+  error?: string;
+  /** Kind of refusal: prefix (bound to a different conversation), signature, latest, beta. */
+  refusal?: "prefix" | "signature" | "latest" | "beta";
+  thinkingSent: number;
+  /** Blocks the model read (sent minus dropped). */
+  thinkingRead: number;
+  transformations: { type: string; path: string; reason: string }[];
+}
+
+export interface Recorded {
+  body: any;
+  headers: Record<string, string | string[] | undefined>;
+  verdict: Verdict;
+  /** Signatures of every thinking block in the request, in order. */
+  signatures: string[];
+  /** Signatures the reply minted. */
+  minted: string[];
+}
+
+const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+const short = (s: string) => sha(s).slice(0, 24);
+
+/** JSON with keys sorted: the provider compares values, not bytes. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+const isThinking = (b: Block) => b?.type === "thinking" || b?.type === "redacted_thinking";
+
+function unmark(b: Block): Block {
+  const { cache_control: _c, ...rest } = b;
+  if (rest.type === "tool_result" && Array.isArray(rest.content)) {
+    rest.content = (rest.content as Block[]).map((x) => (x && typeof x === "object" ? unmark(x) : x)) as Json;
+  }
+  return rest as Block;
+}
+
+function normMessage(m: Message, upTo?: number): unknown {
+  const { content, ...rest } = m;
+  if (typeof content === "string") return { ...rest, content };
+  const blocks = (upTo === undefined ? content : content.slice(0, upTo)).filter((b) => !isThinking(b)).map(unmark);
+  return { ...rest, content: blocks };
+}
+
+function seedOf(body: any): unknown {
+  const system = Array.isArray(body.system) ? body.system.map(unmark) : body.system ?? null;
+  const tools = Array.isArray(body.tools) ? body.tools.filter((t: any) => !t.defer_loading).map(unmark) : [];
+  return { system, tools };
+}
+
+/** Digest of everything before content index `m` of message `n` (m = content length for "after all"). */
+function prefixDigest(body: any, messages: Message[], n: number, m: number): string {
+  const before = messages.slice(0, n).map((x) => normMessage(x));
+  const cur = normMessage(messages[n], m);
+  return short(canonical({ seed: seedOf(body), before, cur }));
+}
+
+function encodeSig(s: Sig): string {
+  const payload = Buffer.from(JSON.stringify(s)).toString("base64url");
+  const mac = createHmac("sha256", KEY).update(payload).digest("base64url");
+  return `${payload}.${mac}`;
+}
+
+function decodeSig(sig: unknown): Sig | undefined {
+  if (typeof sig !== "string") return undefined;
+  const [payload, mac] = sig.split(".");
+  if (!payload || !mac) return undefined;
+  if (createHmac("sha256", KEY).update(payload).digest("base64url") !== mac) return undefined;
+  try {
+    return JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Sig;
+  } catch {
+    return undefined;
+  }
+}
+
+const sigOf = (b: Block) => (b.type === "thinking" ? b.signature : b.data) as string;
+const textOf = (b: Block) => (b.type === "thinking" ? String(b.thinking ?? "") : "");
+
+const BOUND = (path: string, beta: boolean) =>
+  `${path}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".` +
+  (beta ? "" : ` That setting requires the \`${BETA}\` value in the \`anthropic-beta\` header.`);
+
+interface Judged {
+  verdict: Verdict;
+  /** Signature of the last block the model read, for the reply's predecessor. */
+  lastRead: string | undefined;
+}
+
+export function judge(body: any, headers: Record<string, string | string[] | undefined>): Judged {
+  const betaHeader = String(headers["anthropic-beta"] ?? "").split(",").map((s) => s.trim());
+  const hasBeta = betaHeader.includes(BETA);
+  const messages: Message[] = Array.isArray(body?.messages) ? body.messages : [];
+  const blocks: { n: number; m: number; b: Block }[] = [];
+  messages.forEach((msg, n) => {
+    if (Array.isArray(msg.content)) msg.content.forEach((b, m) => isThinking(b) && blocks.push({ n, m, b }));
+  });
+  const base = { thinkingSent: blocks.length, thinkingRead: 0, transformations: [] as Verdict["transformations"] };
+  const refuse = (refusal: Verdict["refusal"], error: string): Judged => ({
+    verdict: { ...base, status: 400, error, refusal },
+    lastRead: undefined,
+  });
+
+  const binding = body?.thinking?.block_binding;
+  if (binding !== undefined && !hasBeta) return refuse("beta", "thinking.block_binding: Extra inputs are not permitted");
+  const mode: string = binding?.prefix_mismatch_behavior ?? "error";
+
+  const sigs: Sig[] = [];
+  for (const { n, m, b } of blocks) {
+    const s = decodeSig(sigOf(b));
+    if (!s || (b.type === "thinking" && s.t !== short(textOf(b)))) {
+      return refuse("signature", `messages.${n}.content.${m}: Invalid \`signature\` in \`thinking\` block.`);
+    }
+    sigs.push(s);
+  }
+
+  // The latest assistant message's run: all of what the model emitted, in order, or nothing.
+  let latest = -1;
+  messages.forEach((msg, n) => msg.role === "assistant" && (latest = n));
+  const inLatest = blocks.map((x, k) => ({ ...x, s: sigs[k] })).filter((x) => x.n === latest);
+  if (inLatest.length > 0) {
+    const r = inLatest[0].s.r;
+    const whole = inLatest.length === inLatest[0].s.n && inLatest.every((x, k) => x.s.r === r && x.s.i === k);
+    if (!whole) {
+      return refuse(
+        "latest",
+        `messages.${latest}.content.${inLatest[0].m}: thinking or redacted_thinking blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`,
+      );
+    }
+  }
+
+  let prev: string | undefined;
+  let read = 0;
+  for (let k = 0; k < blocks.length; k++) {
+    const { n, m, b } = blocks[k];
+    const s = sigs[k];
+    const prefixOk = s.p === prefixDigest(body, messages, n, m);
+    const runOk = prev === undefined || s.q === short(prev);
+    if (prefixOk && runOk) {
+      prev = sigOf(b);
+      read++;
+      continue;
+    }
+    if (mode !== "drop_block") return refuse("prefix", BOUND(`messages.${n}.content.${m}`, hasBeta));
+    for (let j = k; j < blocks.length; j++) {
+      base.transformations.push({ type: "thinking_dropped", path: `messages.${blocks[j].n}.content.${blocks[j].m}`, reason: "prefix_binding_mismatch" });
+    }
+    break;
+  }
+  return { verdict: { ...base, status: 200, thinkingRead: read }, lastRead: prev };
+}
+
+function lastUserText(messages: Message[]): { index: number; text: string } {
+  for (let n = messages.length - 1; n >= 0; n--) {
+    const msg = messages[n];
+    if (msg.role !== "user") continue;
+    if (typeof msg.content === "string") return { index: n, text: msg.content };
+    const t = msg.content.filter((b) => b.type === "text").map((b) => String(b.text));
+    if (t.length > 0) return { index: n, text: t.join("\n") };
+  }
+  return { index: -1, text: "" };
+}
+
+interface ReplyPlan {
+  blocks: Block[];
+  stopReason: string;
+}
+
+let responseCounter = 0;
+
+/** Scripted reply to a judged request; mints the signatures binding its thinking. */
+export function reply(body: any, lastRead: string | undefined, verdict: Verdict): ReplyPlan {
+  const messages: Message[] = body.messages;
+  const { index, text } = lastUserText(messages);
+  const rounds = Number(/tools:(\d+)/.exec(text)?.[1] ?? 0);
+  let done = 0;
+  for (let n = index + 1; n < messages.length; n++) {
+    const c = messages[n].content;
+    if (messages[n].role === "user" && Array.isArray(c)) done += c.filter((b) => b.type === "tool_result").length;
+  }
+  const id = `msg_fake_${++responseCounter}`;
+  const count = /\bdouble\b/.test(text) ? 2 : 1;
+  const redacted = /\bredacted\b/.test(text);
+  const finalBlock: Block =
+    done < rounds
+      ? { type: "tool_use", id: `toolu_fake_${responseCounter}`, name: "bash", input: { command: `echo round-${done + 1}` } }
+      : { type: "text", text: `done: read ${verdict.thinkingRead} of ${verdict.thinkingSent} thinking blocks` };
+  const out: Block[] = [];
+  let prev = lastRead;
+  const replyMsg: Message = { role: "assistant", content: out };
+  const all = [...messages, replyMsg];
+  for (let i = 0; i < count; i++) {
+    const isRedacted = redacted && i === 0;
+    const thinking = isRedacted ? "" : `thinking ${id} #${i} about: ${text.slice(0, 40)}`;
+    const s: Sig = {
+      r: id,
+      i,
+      n: count,
+      p: prefixDigest(body, all, all.length - 1, out.length),
+      q: prev === undefined ? "" : short(prev),
+      m: String(body.model),
+      t: short(thinking),
+    };
+    const sig = encodeSig(s);
+    out.push(isRedacted ? { type: "redacted_thinking", data: sig } : { type: "thinking", thinking, signature: sig });
+    prev = sig;
+  }
+  out.push(finalBlock);
+  return { blocks: out, stopReason: finalBlock.type === "tool_use" ? "tool_use" : "end_turn" };
+}
+
+function sse(res: ServerResponse, event: string, data: unknown): void {
+  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+export class FakeAnthropic {
+  readonly requests: Recorded[] = [];
+  private server: Server | undefined;
+  baseUrl = "";
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((r) => this.server!.listen(0, "127.0.0.1", r));
+    this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.baseUrl;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server!.close(() => r()));
+  }
+
+  /** Requests the fake refused for thinking reasons. */
+  refusals(): Recorded[] {
+    return this.requests.filter((r) => r.verdict.status === 400);
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `${req.method} ${req.url}` } }));
+        return;
+      }
+      let body: any;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "body is not JSON" } }));
+        return;
+      }
+      const { verdict, lastRead } = judge(body, req.headers);
+      const signatures: string[] = [];
+      for (const m of body.messages ?? []) if (Array.isArray(m.content)) for (const b of m.content) if (isThinking(b)) signatures.push(sigOf(b));
+      const rec: Recorded = { body, headers: req.headers, verdict, signatures, minted: [] };
+      this.requests.push(rec);
+      if (verdict.status !== 200) {
+        res.writeHead(verdict.status, { "content-type": "application/json", "request-id": `req_fake_${this.requests.length}` });
+        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: verdict.error } }));
+        return;
+      }
+      const plan = reply(body, lastRead, verdict);
+      rec.minted = plan.blocks.filter(isThinking).map(sigOf);
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": `req_fake_${this.requests.length}` });
+      const hasBeta = String(req.headers["anthropic-beta"] ?? "").includes(BETA);
+      sse(res, "message_start", {
+        type: "message_start",
+        message: {
+          id: `msg_${this.requests.length}`,
+          type: "message",
+          role: "assistant",
+          model: body.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: Math.ceil(JSON.stringify(body).length / 4), output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+          ...(hasBeta ? { input_transformations: verdict.transformations } : {}),
+        },
+      });
+      plan.blocks.forEach((b, index) => {
+        if (b.type === "thinking") {
+          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } });
+          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: b.thinking } });
+          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "signature_delta", signature: b.signature } });
+        } else if (b.type === "redacted_thinking") {
+          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "redacted_thinking", data: b.data } });
+        } else if (b.type === "text") {
+          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
+          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: b.text } });
+        } else if (b.type === "tool_use") {
+          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: b.id, name: b.name, input: {} } });
+          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(b.input) } });
+        }
+        sse(res, "content_block_stop", { type: "content_block_stop", index });
+      });
+      sse(res, "message_delta", { type: "message_delta", delta: { stop_reason: plan.stopReason, stop_sequence: null }, usage: { output_tokens: 20 } });
+      sse(res, "message_stop", { type: "message_stop" });
+      res.end();
+    });
+  }
+}
