@@ -38,6 +38,8 @@ type Server struct {
 	// serves the websocket feed. Each route is registered only when set.
 	Binder Binder
 	Events *EventFeed
+	// Reports serves GET /v1/report (registered only when set).
+	Reports ReportSource
 	// UID is the only peer uid served (normally the daemon's own).
 	UID int
 	// MaxBody limits request bodies (DefaultMaxBody when 0); larger ones
@@ -60,6 +62,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	}
 	if s.Events != nil {
 		mux.Handle("GET /v1/events", s.Events)
+	}
+	if s.Reports != nil {
+		mux.HandleFunc("GET /v1/report", s.handleReport)
 	}
 }
 
