@@ -35,6 +35,7 @@ type Event struct {
 	Type         string
 	Conversation string
 	Fields       json.RawMessage // a JSON object, or empty
+	Raw          []byte          `json:"-"` // the wire form as received (client side)
 }
 
 // MarshalJSON writes the flat wire object. The common fields come first so

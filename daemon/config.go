@@ -43,6 +43,10 @@ type Config struct {
 	Rescan          time.Duration
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
+	// The event log behind GET /v1/events keeps at most EventsMax events
+	// and none older than EventsMaxAge (0: no bound of that kind).
+	EventsMax    int64
+	EventsMaxAge time.Duration
 
 	// Not settable from the command line.
 	Version  string
@@ -69,6 +73,8 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		Rescan:          10 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
 		LogLevel:        slog.LevelInfo,
+		EventsMax:       100_000,
+		EventsMaxAge:    30 * 24 * time.Hour,
 		Getenv:          getenv,
 		Database:        getenv("BINDERY_DB"),
 		Socket:          getenv("BINDERY_SOCKET"),
@@ -135,6 +141,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Rescan, "rescan", c.Rescan, "how often to rescan the session folders in full (env BINDERY_RESCAN)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (env BINDERY_SHUTDOWN_TIMEOUT)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
+	fs.Int64Var(&c.EventsMax, "events-max", c.EventsMax, "the event log keeps at most this many events (0: no count bound)")
+	fs.DurationVar(&c.EventsMaxAge, "events-max-age", c.EventsMaxAge, "the event log keeps no event older than this (0: no age bound)")
 }
 
 // Resolve fills the derived paths and checks the settings.

@@ -129,15 +129,17 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	apiServer := &api.Server{
+		Sessions: d,
+		Health:   d,
+		UID:      os.Getuid(),
+		MaxBody:  cfg.MaxBody,
+		Version:  cfg.Version,
+		Logger:   d.log.With("component", "api"),
+	}
+	journal := d.wireBinding(apiServer) // binding_wire.go: compile/accept/release, the event feed
 	srv := &http.Server{
-		Handler: (&api.Server{
-			Sessions: d,
-			Health:   d,
-			UID:      os.Getuid(),
-			MaxBody:  cfg.MaxBody,
-			Version:  cfg.Version,
-			Logger:   d.log.With("component", "api"),
-		}).Handler(),
+		Handler:           apiServer.Handler(),
 		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.With("component", "http").Handler(), slog.LevelWarn),
@@ -180,6 +182,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		return nil
 	})
 	g.Go(func() error { return d.trackFirstScan(gctx) })
+	g.Go(func() error { return journal.RunPruner(gctx, time.Minute) })
 	g.Go(func() error {
 		<-gctx.Done()
 		d.log.Info("shutting down", "cause", context.Cause(gctx))

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,11 @@ type ingester struct {
 	// published is called with the events a batch committed, in seq order,
 	// right after the commit (the event hub hangs here).
 	published func([]db.Event)
+	// journal, when set, commits batches so their events are published in
+	// seq order with the binding calls' (it replaces published); attribute
+	// then runs with each committed batch (binding_ingest.go).
+	journal   *Journal
+	attribute func(context.Context, db.Batch, db.Ingested) error
 
 	mu      sync.Mutex
 	offsets map[string]int64 // path -> ingested bytes, for progress
@@ -68,9 +74,21 @@ func (in *ingester) measure(roots []Root) {
 }
 
 func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
-	res, err := in.db.Ingest(ctx, dbBatch(b))
+	batch := dbBatch(b)
+	var res db.Ingested
+	var err error
+	if in.journal != nil {
+		res, err = in.journal.Ingest(ctx, batch)
+	} else {
+		res, err = in.db.Ingest(ctx, batch)
+	}
 	if err != nil {
 		return err
+	}
+	if in.attribute != nil {
+		if err := in.attribute(ctx, batch, res); err != nil && ctx.Err() == nil {
+			slog.Default().Warn("binding: reply attribution", "file", b.Path, "err", err)
+		}
 	}
 	in.lastIngest.Store(time.Now().UnixMilli())
 	in.mu.Lock()
@@ -88,7 +106,7 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 	if b.Kind != watcher.Removed {
 		in.done.Add(max(0, b.Cursor.Offset-prev))
 	}
-	if in.published != nil && len(res.Events) > 0 {
+	if in.journal == nil && in.published != nil && len(res.Events) > 0 {
 		in.published(res.Events)
 	}
 	in.report()

@@ -147,7 +147,11 @@ func show(args []string, stdout, stderr io.Writer) error {
 	d, err := f.client().Session(ctx, rest[0])
 	if err != nil {
 		if api.IsCode(err, api.CodeNotFound) {
-			return fmt.Errorf("no session %q (bindery sessions lists them)", rest[0])
+			// not a pi session: perhaps another host's conversation
+			if found, err := showConversation(ctx, f.client(), rest[0], stdout, f.json); found || err != nil {
+				return err
+			}
+			return fmt.Errorf("no session or conversation %q (bindery sessions lists the sessions)", rest[0])
 		}
 		return err
 	}
@@ -197,7 +201,8 @@ func show(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, "(* current leaf)")
-	return nil
+	_, err = showConversation(ctx, f.client(), rest[0], stdout, false) // binding.go
+	return err
 }
 
 func when(ts string) string {

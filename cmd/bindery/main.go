@@ -29,7 +29,11 @@ Usage:
   bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
   bindery status [--json]          the daemon's health
   bindery sessions [--json]        every pi session bindery knows
-  bindery show [--json] <session>  one session: branches and frontiers
+  bindery show [--json] <session>  one session (or conversation): branches, frontiers, binding state
+  bindery compile --conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]
+  bindery accept --compile ID [--reply FILE] [--transformations FILE]
+  bindery release --conversation ID (--compile ID --path messages.N.content.M | --signature SIG)
+  bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET).
@@ -54,6 +58,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sessions(rest, stdout, stderr)
 	case "show":
 		err = show(rest, stdout, stderr)
+	case "compile":
+		err = compileCmd(rest, stdout, stderr)
+	case "accept":
+		err = acceptCmd(rest, stdout, stderr)
+	case "release":
+		err = releaseCmd(rest, stdout, stderr)
+	case "tail":
+		err = tailCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "bindery", version)
 	case "help", "-h", "--help":

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Compile is POST /v1/compile.
+func (c *Client) Compile(ctx context.Context, call *CompileCall) (*CompileAnswer, error) {
+	var ans CompileAnswer
+	if err := c.Do(ctx, http.MethodPost, "/v1/compile", call, &ans); err != nil {
+		return nil, err
+	}
+	return &ans, nil
+}
+
+// Accept is POST /v1/accept.
+func (c *Client) Accept(ctx context.Context, call *AcceptCall) (*AcceptAnswer, error) {
+	var ans AcceptAnswer
+	if err := c.Do(ctx, http.MethodPost, "/v1/accept", call, &ans); err != nil {
+		return nil, err
+	}
+	return &ans, nil
+}
+
+// Release is POST /v1/release.
+func (c *Client) Release(ctx context.Context, call *ReleaseCall) (*ReleaseAnswer, error) {
+	var ans ReleaseAnswer
+	if err := c.Do(ctx, http.MethodPost, "/v1/release", call, &ans); err != nil {
+		return nil, err
+	}
+	return &ans, nil
+}
+
+// Conversation is GET /v1/conversations/{id}.
+func (c *Client) Conversation(ctx context.Context, id string) (*ConversationState, error) {
+	var st ConversationState
+	if err := c.Do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(id), nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// EventsOptions selects what Events streams.
+type EventsOptions struct {
+	Conversation string // "" for every conversation
+	Since        int64  // replay events after this seq first (with HasSince)
+	HasSince     bool
+}
+
+// EventStream is a live GET /v1/events feed. Next returns events in seq
+// order; after an error the stream is over: reconnect with Since set to
+// the last seq seen (the error says why the daemon ended it).
+type EventStream struct {
+	conn *websocket.Conn
+	Last int64 // seq of the last event returned
+}
+
+// Events opens the event feed.
+func (c *Client) Events(ctx context.Context, opt EventsOptions) (*EventStream, error) {
+	if err := c.init(); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if opt.Conversation != "" {
+		q.Set("conversation", opt.Conversation)
+	}
+	if opt.HasSince {
+		q.Set("since", strconv.FormatInt(opt.Since, 10))
+	}
+	u := "ws://bindery/v1/events"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	socket := c.Socket
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: hc})
+	if err != nil {
+		if isNotRunning(err) {
+			return nil, &NotRunningError{Socket: c.Socket, Err: err}
+		}
+		if resp != nil && resp.StatusCode/100 != 2 {
+			return nil, &Error{Code: CodeBadRequest, Status: resp.StatusCode, Message: fmt.Sprintf("events: %v", err)}
+		}
+		return nil, fmt.Errorf("events via %s: %w", c.Socket, err)
+	}
+	conn.SetReadLimit(16 << 20)
+	return &EventStream{conn: conn, Last: opt.Since}, nil
+}
+
+// Next waits for the next event.
+func (s *EventStream) Next(ctx context.Context) (Event, error) {
+	_, b, err := s.conn.Read(ctx)
+	if err != nil {
+		return Event{}, err
+	}
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("event %.100s: %w", b, err)
+	}
+	e.Raw = b
+	if e.Seq > s.Last || e.Type == EventReset {
+		s.Last = e.Seq
+	}
+	return e, nil
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.conn.Close(websocket.StatusNormalClosure, "") }

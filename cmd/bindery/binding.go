@@ -1,0 +1,389 @@
+package main
+
+// The binding commands: compile, accept, release, tail, and the binding
+// half of show. Like every client command they use only api.Client.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/my-pi/bindery/api"
+)
+
+func newFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *clientFlags) {
+	fs := flag.NewFlagSet("bindery "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f clientFlags
+	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: bindery %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs, &f
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "bindery: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func compileCmd(args []string, stdout, stderr io.Writer) error {
+	fs, f := newFlags("compile", "--conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]", stderr)
+	conv := fs.String("conversation", "", "the conversation (a pi session id, or any id the host chooses)")
+	branch := fs.String("branch", "", "the branch (pi: the leaf entry id the request was built on)")
+	file := fs.String("file", "", "the Anthropic Messages request body ('-' for stdin)")
+	plan := fs.Bool("plan", false, "answer only the plan, not the rewritten request")
+	dry := fs.Bool("dry-run", false, "decide and report, record nothing (its accept is refused)")
+	sessionFile := fs.String("session-file", "", "the pi session file, so bindery follows it")
+	parent := fs.String("parent", "", "a new conversation or branch made from CONVERSATION[/BRANCH]")
+	out := fs.String("out", "", "write the rewritten request to this file")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *conv == "" || *file == "" {
+		fs.Usage()
+		return errUsage
+	}
+	body, err := readInput(*file)
+	if err != nil {
+		return err
+	}
+	if !json.Valid(body) {
+		return fmt.Errorf("%s is not valid JSON", *file)
+	}
+	call := &api.CompileCall{Conversation: *conv, Branch: *branch, SessionFile: *sessionFile, DryRun: *dry, Request: body}
+	if *plan {
+		call.Return = api.ReturnPlan
+	}
+	if *parent != "" {
+		pc, pb, _ := strings.Cut(*parent, "/")
+		call.Parent = &api.BranchRef{Conversation: pc, Branch: pb}
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	ans, err := f.client().Compile(ctx, call)
+	if err != nil {
+		return err
+	}
+	if *out != "" && ans.Request != nil {
+		if err := os.WriteFile(*out, ans.Request, 0o600); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		return printJSON(stdout, ans)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "compile\t%s\n", ans.CompileID)
+	if !ans.Bound {
+		fmt.Fprintf(tw, "bound\tno (not an Anthropic Messages request: nothing to decide)\n")
+	}
+	fmt.Fprintf(tw, "engaged\t%s\n", yesNo(ans.Engaged))
+	if ans.DryRun {
+		fmt.Fprintf(tw, "dry run\tyes (nothing recorded; it cannot be accepted)\n")
+	}
+	fmt.Fprintf(tw, "stripped\t%d thinking blocks\n", ans.ThinkingStripped)
+	cache := ans.Cache.Cause
+	if ans.Cache.FirstChange != "" {
+		cache = ans.Cache.FirstChange + " (" + ans.Cache.Cause + ")"
+	}
+	fmt.Fprintf(tw, "cache first change\t%s\n", cache)
+	if *out != "" && ans.Request != nil {
+		fmt.Fprintf(tw, "rewritten request\t%s (%d bytes)\n", *out, len(ans.Request))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(ans.Strips) > 0 {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\n  PATH\tREASON\tTOKENS\t")
+		for _, s := range ans.Strips {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t\n", s.Path, s.Reason, s.Tokens)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, m := range ans.DroppedMessages {
+		fmt.Fprintf(stdout, "  dropped %s (emptied by the strip)\n", m)
+	}
+	return nil
+}
+
+func acceptCmd(args []string, stdout, stderr io.Writer) error {
+	fs, f := newFlags("accept", "--compile ID [--reply FILE] [--transformations FILE] [--usage FILE]", stderr)
+	id := fs.String("compile", "", "the compile id the request was sent with")
+	reply := fs.String("reply", "", "the reply (assistant message in the provider's shape), JSON")
+	trs := fs.String("transformations", "", "the response's input_transformations, a JSON array")
+	usage := fs.String("usage", "", "the response's usage object, JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *id == "" {
+		fs.Usage()
+		return errUsage
+	}
+	call := &api.AcceptCall{CompileID: *id}
+	if *reply != "" {
+		b, err := readJSONFile(*reply)
+		if err != nil {
+			return err
+		}
+		// a whole provider response is accepted too: take its role and content
+		var resp struct {
+			Type                 string                    `json:"type"`
+			Role                 string                    `json:"role"`
+			Content              json.RawMessage           `json:"content"`
+			InputTransformations []api.InputTransformation `json:"input_transformations"`
+			Usage                json.RawMessage           `json:"usage"`
+		}
+		if json.Unmarshal(b, &resp) == nil && resp.Type == "message" {
+			b, _ = json.Marshal(map[string]any{"role": resp.Role, "content": resp.Content})
+			if *trs == "" {
+				call.InputTransformations = resp.InputTransformations
+			}
+			if *usage == "" {
+				call.Usage = resp.Usage
+			}
+		}
+		call.Reply = b
+	}
+	if *trs != "" {
+		b, err := readJSONFile(*trs)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &call.InputTransformations); err != nil {
+			return fmt.Errorf("%s: want a JSON array of input_transformations: %w", *trs, err)
+		}
+	}
+	if *usage != "" {
+		b, err := readJSONFile(*usage)
+		if err != nil {
+			return err
+		}
+		call.Usage = b
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	ans, err := f.client().Accept(ctx, call)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, ans)
+	}
+	if ans.Repeated {
+		fmt.Fprintf(stdout, "already accepted: %d stamped, %d released (nothing recorded twice)\n", ans.Stamped, ans.Released)
+		return nil
+	}
+	fmt.Fprintf(stdout, "accepted: %d stamped, %d released\n", ans.Stamped, ans.Released)
+	return nil
+}
+
+func releaseCmd(args []string, stdout, stderr io.Writer) error {
+	fs, f := newFlags("release", "--conversation ID (--compile ID --path messages.N.content.M | --signature SIG)", stderr)
+	conv := fs.String("conversation", "", "the conversation")
+	branch := fs.String("branch", "", "the branch (informational; the compile's branch is used)")
+	id := fs.String("compile", "", "the compile whose request the provider refused")
+	path := fs.String("path", "", "the path the provider's 400 named, in the request as sent")
+	sig := fs.String("signature", "", "release this block (its signature, or redacted data) on every branch")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *conv == "" || (*sig == "" && (*id == "" || *path == "")) {
+		fs.Usage()
+		return errUsage
+	}
+	ctx, cancel := callCtx()
+	defer cancel()
+	ans, err := f.client().Release(ctx, &api.ReleaseCall{Conversation: *conv, Branch: *branch, CompileID: *id, Path: *path, Signature: *sig})
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, ans)
+	}
+	fmt.Fprintf(stdout, "released %d thinking blocks\n", ans.Released)
+	return nil
+}
+
+func tailCmd(args []string, stdout, stderr io.Writer) error {
+	fs, f := newFlags("tail", "[--conversation ID] [--since SEQ] [--json]", stderr)
+	conv := fs.String("conversation", "", "only this conversation's events")
+	since := fs.Int64("since", -1, "first replay the events after this seq (0: everything the log keeps)")
+	once := fs.Bool("no-reconnect", false, "exit when the daemon ends the feed instead of resuming")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
+	client := f.client()
+	backoff := 100 * time.Millisecond
+	for {
+		st, err := client.Events(ctx, opt)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if *once || !opt.HasSince {
+				return err
+			}
+			fmt.Fprintf(stderr, "bindery: %v; retrying\n", err)
+		} else {
+			backoff = 100 * time.Millisecond
+			for {
+				e, err := st.Next(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						st.Close()
+						return nil
+					}
+					reason := err.Error()
+					var ce websocket.CloseError
+					if errors.As(err, &ce) {
+						reason = ce.Reason
+					}
+					if *once {
+						return fmt.Errorf("feed ended: %s", reason)
+					}
+					fmt.Fprintf(stderr, "bindery: feed ended (%s); resuming after seq %d\n", reason, st.Last)
+					break
+				}
+				if err := printEvent(stdout, e, f.json); err != nil {
+					return err
+				}
+			}
+			opt.Since, opt.HasSince = st.Last, true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func printEvent(w io.Writer, e api.Event, asJSON bool) error {
+	if asJSON {
+		_, err := fmt.Fprintf(w, "%s\n", e.Raw)
+		return err
+	}
+	var fields map[string]json.RawMessage
+	json.Unmarshal(e.Fields, &fields)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if k != "strips" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6d %s %-14s %s", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, e.Conversation)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, strings.Trim(string(fields[k]), `"`))
+	}
+	_, err := fmt.Fprintln(w, b.String())
+	return err
+}
+
+// showConversation prints the binding state of a conversation (pi or not);
+// show calls it after a session's own state, or alone for a conversation
+// that is not a pi session. found is false when bindery does not know it.
+func showConversation(ctx context.Context, c *api.Client, id string, stdout io.Writer, asJSON bool) (found bool, err error) {
+	st, err := c.Conversation(ctx, id)
+	if api.IsCode(err, api.CodeUnknownConversation) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if asJSON {
+		return true, printJSON(stdout, st)
+	}
+	fmt.Fprintf(stdout, "\nbinding state of %s:\n", id)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  engaged\t%s\n", yesNo(st.Engaged))
+	if st.Parent != nil {
+		fmt.Fprintf(tw, "  parent\t%s/%s\n", st.Parent.Conversation, st.Parent.Branch)
+	}
+	if st.SessionFile != "" {
+		fmt.Fprintf(tw, "  session file\t%s\n", st.SessionFile)
+	}
+	fmt.Fprintf(tw, "  stamps\t%d\n", st.Stamps)
+	fmt.Fprintf(tw, "  releases\t%d\n", len(st.Releases))
+	fmt.Fprintf(tw, "  compiles remembered\t%d\n", st.Compiles)
+	if err := tw.Flush(); err != nil {
+		return true, err
+	}
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  BRANCH\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\tPARENT\t")
+	for _, b := range st.Branches {
+		name, owner, parent := b.Branch, b.Owner, "-"
+		if name == "" {
+			name = "(default)"
+		}
+		if owner == "" {
+			owner = "-"
+		}
+		if b.Parent != nil {
+			parent = b.Parent.Conversation + "/" + b.Parent.Branch
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t\n", name, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases, parent)
+	}
+	if err := tw.Flush(); err != nil {
+		return true, err
+	}
+	if len(st.Releases) > 0 {
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RELEASED BLOCK\tBRANCH\tREASON\tCOMPILE\tTIME\t")
+		for _, r := range st.Releases {
+			fmt.Fprintf(tw, "  %.16s\t%s\t%s\t%s\t%s\t\n", r.Block, r.Branch, r.Reason, r.CompileID, when(r.Time))
+		}
+		if err := tw.Flush(); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+func readInput(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}
+
+func readJSONFile(name string) ([]byte, error) {
+	b, err := readInput(name)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("%s is not valid JSON", name)
+	}
+	return b, nil
+}

@@ -1,0 +1,28 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/db"
+)
+
+// wireBinding adds the binding endpoints and the event feed to the API:
+// the hub, the journal every evented write goes through (session ingest
+// included, so the feed sees events in seq order), and the Binder. The
+// feeds close in shutdown step 3.
+func (d *daemon) wireBinding(s *api.Server) *Journal {
+	hub := api.NewHub(0, d.log.With("component", "events"))
+	j := &Journal{DB: d.store, Hub: hub, Logger: d.log.With("component", "events"),
+		Retention: db.EventRetention{MaxCount: d.cfg.EventsMax, MaxAge: d.cfg.EventsMaxAge}}
+	b := NewBinder(j, BinderConfig{
+		Logger: d.log.With("component", "binding"),
+		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
+	})
+	d.ingest.journal = j
+	d.ingest.attribute = b.Ingested
+	s.Binder = b
+	s.Events = &api.EventFeed{Hub: hub, Log: EventLog{DB: d.store}, Logger: d.log.With("component", "events")}
+	d.onShutdown = append(d.onShutdown, hub.Close)
+	return j
+}
