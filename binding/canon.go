@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 )
@@ -213,9 +214,7 @@ func (c *canon) str() (escaped bool, err error) {
 	c.out = append(c.out, '"')
 	for {
 		start := i
-		for i < len(in) && !special[in[i]] {
-			i++
-		}
+		i = skipPlain(in, i)
 		c.out = append(c.out, in[start:i]...)
 		if i >= len(in) {
 			return escaped, c.fail(i, "unterminated string")
@@ -267,6 +266,28 @@ func (c *canon) str() (escaped bool, err error) {
 		}
 		i += 2
 	}
+}
+
+// skipPlain returns the index of the first byte at or after i that ends a
+// run of verbatim string bytes (see special), or len(in). It tests eight
+// bytes at a time: a string is most of a request's bytes.
+func skipPlain(in []byte, i int) int {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(in); i += 8 {
+		x := binary.LittleEndian.Uint64(in[i:])
+		q := x ^ (lsb * '"')
+		bs := x ^ (lsb * '\\')
+		// The lowest set bit marks the first byte that is a quote, a
+		// backslash or below 0x20 (higher bits may be false positives).
+		if m := ((q - lsb) &^ q) | ((bs - lsb) &^ bs) | ((x - lsb*0x20) &^ x); m&msb != 0 {
+			i += bits.TrailingZeros64(m&msb) >> 3
+			break
+		}
+	}
+	for i < len(in) && !special[in[i]] {
+		i++
+	}
+	return i
 }
 
 // decodeU decodes `\uXXXX` (and a following `\uXXXX` low surrogate when the

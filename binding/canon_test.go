@@ -292,3 +292,31 @@ func TestValueDigest(t *testing.T) {
 		t.Fatalf("duplicate: %v", err)
 	}
 }
+
+func TestSkipPlain(t *testing.T) {
+	naive := func(in []byte, i int) int {
+		for i < len(in) && !special[in[i]] {
+			i++
+		}
+		return i
+	}
+	alphabet := []byte{'a', 'Z', ' ', '"', '\\', 0x00, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0xff, 0xe2, 0x5b, 0x5d}
+	rng := uint64(1)
+	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
+	for iter := range 20000 {
+		n := int(next() % 40)
+		in := make([]byte, n)
+		for k := range in {
+			if next()%6 == 0 {
+				in[k] = alphabet[next()%uint64(len(alphabet))]
+			} else {
+				in[k] = byte(next())
+			}
+		}
+		for i := 0; i <= n; i++ {
+			if got, want := skipPlain(in, i), naive(in, i); got != want {
+				t.Fatalf("iter %d: skipPlain(%q, %d) = %d, want %d", iter, in, i, got, want)
+			}
+		}
+	}
+}
