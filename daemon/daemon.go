@@ -138,6 +138,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		Logger:   d.log.With("component", "api"),
 	}
 	journal := d.wireBinding(apiServer) // binding_wire.go: compile/accept/release, the event feed
+	d.wireReport(apiServer)             // report_wire.go: GET /v1/report
 	srv := &http.Server{
 		Handler:           apiServer.Handler(),
 		ConnContext:       peerContext,

@@ -34,6 +34,7 @@ Usage:
   bindery accept --compile ID [--reply FILE] [--transformations FILE]
   bindery release --conversation ID (--compile ID --path messages.N.content.M | --signature SIG)
   bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
+  bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET).
@@ -66,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = releaseCmd(rest, stdout, stderr)
 	case "tail":
 		err = tailCmd(rest, stdout, stderr)
+	case "report":
+		err = reportCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "bindery", version)
 	case "help", "-h", "--help":
