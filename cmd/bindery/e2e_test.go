@@ -1,0 +1,378 @@
+package main
+
+// End-to-end: the real `bindery` binary, built into a temp dir, run as a
+// separate process on an isolated agent dir, state dir and socket.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/watcher/pisession"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildBindery builds this package's binary once per test run.
+func buildBindery(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bindery-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "bindery")
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type e2e struct {
+	t                           *testing.T
+	bin                         string
+	root, agent, sessions, sock string
+	state                       string
+	env                         []string
+}
+
+func newE2E(t *testing.T) *e2e {
+	root, err := os.MkdirTemp("", "bd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	e := &e2e{t: t, bin: buildBindery(t), root: root,
+		agent: filepath.Join(root, "agent"), state: filepath.Join(root, "state"), sock: filepath.Join(root, "run", "b.sock")}
+	e.sessions = filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/app"))
+	if err := os.MkdirAll(e.sessions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.env = []string{
+		"HOME=" + root, "PATH=" + os.Getenv("PATH"),
+		"PI_CODING_AGENT_DIR=" + e.agent,
+		"BINDERY_STATE_DIR=" + e.state,
+		"BINDERY_SOCKET=" + e.sock,
+		"BINDERY_RESCAN=500ms",
+	}
+	return e
+}
+
+type daemonProc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// serve starts `bindery serve` and waits until it answers on the socket.
+func (e *e2e) serve() *daemonProc {
+	e.t.Helper()
+	p := &daemonProc{cmd: exec.Command(e.bin, "serve"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd.Env = e.env
+	p.cmd.Stderr = &lockedWriter{w: p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	e.t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	c := api.NewClient(e.sock)
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := c.Health(context.Background()); err == nil {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			e.t.Fatalf("bindery serve exited: %v\n%s", err, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("bindery serve did not answer within 20s\n%s", p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// run runs a client command of the binary.
+func (e *e2e) run(args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = e.env
+	var o, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &se
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return o.String(), se.String(), code
+}
+
+func (e *e2e) sessionsJSON() (map[string]api.Session, error) {
+	out, serr, code := e.run("sessions", "--json")
+	if code != 0 {
+		return nil, fmt.Errorf("exit %d: %s", code, serr)
+	}
+	var l api.SessionList
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		return nil, err
+	}
+	m := map[string]api.Session{}
+	for _, s := range l.Sessions {
+		m[s.ID] = s
+	}
+	return m, nil
+}
+
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+}
+
+// entryRows counts, straight from the database file, the entry rows of
+// each session id: duplicates from a re-read would show here.
+func (e *e2e) entryRows() map[string]int {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.state, "bindery.db")+"?mode=ro")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT s.id, count(e.seq) FROM sessions s LEFT JOIN entries e ON e.file = s.file GROUP BY s.file`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		rows.Scan(&id, &n)
+		m[id] = n
+	}
+	return m
+}
+
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	e := newE2E(t)
+
+	// Not running yet: a clear message and exit status 3.
+	_, serr, code := e.run("status")
+	if code != 3 || !strings.Contains(serr, "bindery is not running") || !strings.Contains(serr, "bindery serve") {
+		t.Fatalf("status without a daemon: exit %d, %q", code, serr)
+	}
+
+	// Two complete sessions, one with a malformed line in the middle, and a
+	// third that pi is still writing (only its first 10 lines so far).
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	a := pisession.Generate(pisession.Options{Seed: 1})
+	b := pisession.Generate(pisession.Options{Seed: 2, Version: 1})
+	live := pisession.Generate(pisession.Options{Seed: 3, Turns: 10})
+	pathA := filepath.Join(e.sessions, pisession.FileName(start, a.ID))
+	pathB := filepath.Join(e.sessions, pisession.FileName(start.Add(time.Hour), b.ID))
+	pathLive := filepath.Join(e.sessions, pisession.FileName(start.Add(2*time.Hour), live.ID))
+	mid := a.Offsets[len(a.Offsets)/2]
+	bad := append(append(append([]byte{}, a.Data[:mid]...), []byte("{\"type\":\"message\",\"id\":\"torn\n")...), a.Data[mid:]...)
+	if err := os.WriteFile(pathA, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile(pathB); err != nil {
+		t.Fatal(err)
+	}
+	const initial = 10
+	if err := os.WriteFile(pathLive, live.Data[:live.Offsets[initial]], 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	d := e.serve()
+	want := map[string]int{a.ID: len(a.Lines) - 1, b.ID: len(b.Lines) - 1, live.ID: initial - 1}
+	waitFor(t, "three sessions", func() (bool, string) {
+		m, err := e.sessionsJSON()
+		if err != nil {
+			return false, err.Error()
+		}
+		for id, n := range want {
+			if m[id].Entries != n {
+				return false, fmt.Sprintf("%s has %d entries, want %d", id, m[id].Entries, n)
+			}
+		}
+		return len(m) == 3, fmt.Sprint(len(m), " sessions")
+	})
+	out, _, code := e.run("status", "--json")
+	var h api.Health
+	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Database.IngestErrors != 1 || h.Watcher.Sessions != 3 {
+		t.Errorf("status: %d %s", code, out)
+	}
+	out, _, code = e.run("sessions")
+	if code != 0 || !strings.Contains(out, "SESSION") || !strings.Contains(out, live.ID) || !strings.Contains(out, "/home/dev/src/app") {
+		t.Errorf("sessions table: %d\n%s", code, out)
+	}
+	out, _, code = e.run("show", a.ID)
+	if code != 0 || !strings.Contains(out, "branches:") || !strings.Contains(out, "* ") {
+		t.Errorf("show: %d\n%s", code, out)
+	}
+	_, serr, code = e.run("show", "no-such-session")
+	if code != 1 || !strings.Contains(serr, "no-such-session") {
+		t.Errorf("show unknown: %d %s", code, serr)
+	}
+
+	// Live: every appended line shows in GET /v1/sessions/{id}; every
+	// third is written in two halves, and the torn half is never counted.
+	c := api.NewClient(e.sock)
+	defer c.Close()
+	ctx := t.Context()
+	entries := func() int {
+		s, err := c.Session(ctx, live.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Entries
+	}
+	for i := initial; i < initial+12; i++ {
+		line := live.Data[live.Offsets[i]:live.Offsets[i+1]]
+		var err error
+		if i%3 == 0 {
+			err = pisession.AppendHalves(pathLive, line, func() {
+				time.Sleep(30 * time.Millisecond) // let the watcher see the torn half
+				if n := entries(); n != i-1 {
+					t.Errorf("with a torn line: %d entries, want %d", n, i-1)
+				}
+			})
+		} else {
+			err = pisession.AppendLine(pathLive, line)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("line %d", i+1), func() (bool, string) {
+			n := entries()
+			return n == i, fmt.Sprint(n)
+		})
+	}
+	// `bindery sessions --json` sees the same.
+	m, err := e.sessionsJSON()
+	if err != nil || m[live.ID].Entries != initial+12-1 {
+		t.Errorf("sessions --json after appends: %+v %v", m[live.ID], err)
+	}
+
+	// A second daemon on the same state refuses, naming the first.
+	_, serr, code = e.run("serve")
+	if code == 0 || !strings.Contains(serr, "in use by another bindery") || !strings.Contains(serr, fmt.Sprint("pid ", d.cmd.Process.Pid)) {
+		t.Errorf("second daemon: exit %d: %s", code, serr)
+	}
+
+	// kill -9: the socket file stays behind.
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	if fi, err := os.Lstat(e.sock); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("after kill -9 the socket file should be left: %v", err)
+	}
+	_, serr, code = e.run("status")
+	if code != 3 || !strings.Contains(serr, "not running") {
+		t.Errorf("status against a stale socket: %d %s", code, serr)
+	}
+	// pi keeps writing while bindery is down.
+	upto := initial + 12
+	for i := upto; i < upto+5; i++ {
+		if err := pisession.AppendLine(pathLive, live.Data[live.Offsets[i]:live.Offsets[i+1]]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upto += 5
+
+	// Restart: the stale socket is replaced, ingest resumes from the saved
+	// offsets, nothing is read twice.
+	d = e.serve()
+	want[live.ID] = upto - 1
+	waitFor(t, "resume after kill -9", func() (bool, string) {
+		m, err := e.sessionsJSON()
+		if err != nil {
+			return false, err.Error()
+		}
+		return m[live.ID].Entries == upto-1, fmt.Sprint(m[live.ID].Entries)
+	})
+	rows := e.entryRows()
+	for id, n := range want {
+		if rows[id] != n {
+			t.Errorf("session %s has %d entry rows, want %d (duplicates or losses)", id, rows[id], n)
+		}
+	}
+
+	// SIGTERM: a clean, ordered shutdown, exit 0, socket removed.
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, d.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no exit 20s after SIGTERM\n%s", d.stderr)
+	}
+	if _, err := os.Lstat(e.sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left after SIGTERM: %v", err)
+	}
+	if !strings.Contains(d.stderr.String(), "shutting down") || !strings.Contains(d.stderr.String(), "stopped") {
+		t.Errorf("shutdown log:\n%s", d.stderr)
+	}
+}
