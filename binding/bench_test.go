@@ -87,3 +87,65 @@ func BenchmarkGrowing(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNextRequest is the steady state of a conversation: each
+// iteration parses the next request of a growing conversation (one more
+// message than the last; the previous last message also changes, as it loses
+// its cache marker), with a Parser reused across calls, without and with a
+// Memo primed by the request before. json.Valid over the same bytes is the
+// baseline.
+func BenchmarkNextRequest(b *testing.B) {
+	const k = 32
+	for _, n := range []int{100, 500} {
+		prime := genRequest(42, n)
+		var bodies [][]byte
+		size := 0
+		for i := range k {
+			bodies = append(bodies, genRequest(42, n+1+i))
+			size += len(bodies[i])
+		}
+		b.Run(fmt.Sprintf("msgs=%d/json.Valid", n), func(b *testing.B) {
+			b.SetBytes(int64(size / k))
+			for i := 0; i < b.N; i++ {
+				json.Valid(bodies[i%k])
+			}
+		})
+		b.Run(fmt.Sprintf("msgs=%d/no-memo", n), func(b *testing.B) {
+			var p Parser
+			b.SetBytes(int64(size / k))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Parse(bodies[i%k]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("msgs=%d/memo", n), func(b *testing.B) {
+			var p Parser
+			b.SetBytes(int64(size / k))
+			b.ReportAllocs()
+			misses := 0
+			for i := 0; i < b.N; i++ {
+				if i%k == 0 {
+					b.StopTimer()
+					if p.Memo != nil {
+						_, m := p.Memo.Stats()
+						misses += m
+					}
+					p.Memo = &Memo{}
+					if _, err := p.Parse(prime); err != nil {
+						b.Fatal(err)
+					}
+					_, m := p.Memo.Stats()
+					misses -= m
+					b.StartTimer()
+				}
+				if _, err := p.Parse(bodies[i%k]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_, m := p.Memo.Stats()
+			b.ReportMetric(float64(misses+m)/float64(b.N), "misses/op")
+		})
+	}
+}

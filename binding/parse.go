@@ -19,6 +19,9 @@ type Parser struct {
 	// trace, when set (tests only), sees every framed canonical form:
 	// kind and the canonical bytes (without the header).
 	trace func(kind byte, canon []byte)
+
+	// Memo, when set, lets Parse skip messages seen before (see Memo).
+	Memo *Memo
 }
 
 // ParseRequest parses an Anthropic Messages request body in one pass and
@@ -42,6 +45,9 @@ func ParseRequest(body []byte) (*Request, error) {
 // Block.Tokens is an estimate for reports only: the block's bytes in the body
 // divided by 4, rounded up.
 func (p *Parser) Parse(body []byte) (*Request, error) {
+	if p.Memo != nil {
+		defer p.Memo.endParse()
+	}
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
@@ -290,11 +296,19 @@ func (p *Parser) messages() error {
 	}
 	for {
 		c.ws()
-		m, err := p.message()
-		if err != nil {
-			return err
+		if e := p.Memo.lookup(c.in, c.pos); e != nil {
+			p.msgs = append(p.msgs, p.fromMemo(e))
+		} else {
+			first := len(p.blocks)
+			m, err := p.message()
+			if err != nil {
+				return err
+			}
+			if p.Memo != nil {
+				p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
+			}
+			p.msgs = append(p.msgs, m)
 		}
-		p.msgs = append(p.msgs, m)
 		c.ws()
 		if c.pos >= len(c.in) {
 			return c.unexpected()
@@ -310,6 +324,25 @@ func (p *Parser) messages() error {
 		}
 		return c.unexpected()
 	}
+}
+
+// fromMemo takes the message at c.pos from a memo entry whose raw bytes are
+// exactly the element there.
+func (p *Parser) fromMemo(e *memoEntry) Message {
+	c := &p.c
+	m := Message{Role: e.role, Span: Span{c.pos, c.pos + len(e.raw)}, Frame: e.frame}
+	if e.array {
+		p.bstart = append(p.bstart, len(p.blocks))
+		for _, b := range e.blocks {
+			b.Span.Start += c.pos
+			b.Span.End += c.pos
+			p.blocks = append(p.blocks, b)
+		}
+	} else {
+		p.bstart = append(p.bstart, -1)
+	}
+	c.pos += len(e.raw)
+	return m
 }
 
 // message parses one element of the messages array at c.pos: its frame (the
