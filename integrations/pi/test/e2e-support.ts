@@ -1,0 +1,213 @@
+/**
+ * Real processes for the end-to-end tests: the real `bindery serve`, the real pi CLI in
+ * print mode with an isolated PI_CODING_AGENT_DIR, and the fake Anthropic server.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url)); // dist/test
+export const packageDir = resolve(here, "..", "..");
+export const repoRoot = resolve(packageDir, "..", "..");
+export const fixtures = join(packageDir, "test", "fixtures");
+// pi's CLI from the devDependency (its exports map hides the path from resolve); PI_CLI overrides.
+export const piCli = process.env.PI_CLI ?? join(packageDir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
+export const MODEL = "claude-fable-5-2";
+
+function post(socketPath: string, path: string, body: unknown, timeoutMs = 3000): Promise<{ status: number; body: any }> {
+  return new Promise((res, rej) => {
+    const data = JSON.stringify(body);
+    const req = request({ socketPath, path, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, (r) => {
+      const chunks: Buffer[] = [];
+      r.on("data", (c) => chunks.push(c));
+      r.on("end", () => {
+        const t = Buffer.concat(chunks).toString();
+        let b: any = t;
+        try {
+          b = JSON.parse(t);
+        } catch {}
+        res({ status: r.statusCode ?? 0, body: b });
+      });
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
+    req.on("error", rej);
+    req.end(data);
+  });
+}
+
+export function get(socketPath: string, path: string): Promise<{ status: number; body: any }> {
+  return new Promise((res, rej) => {
+    const req = request({ socketPath, path, method: "GET" }, (r) => {
+      const chunks: Buffer[] = [];
+      r.on("data", (c) => chunks.push(c));
+      r.on("end", () => {
+        const t = Buffer.concat(chunks).toString();
+        try {
+          res({ status: r.statusCode ?? 0, body: JSON.parse(t) });
+        } catch {
+          res({ status: r.statusCode ?? 0, body: t });
+        }
+      });
+    });
+    req.on("error", rej);
+    req.end();
+  });
+}
+
+/**
+ * The bindery binary to test: $BINDERY_BIN, else `go build ./cmd/bindery` from the repo
+ * root. Returns a reason string instead when there is none, or when it does not serve
+ * /v1/compile yet (probed on a throwaway daemon): the e2e tests skip with that reason.
+ */
+export async function resolveBindery(): Promise<{ bin: string } | { skip: string }> {
+  let bin = process.env.BINDERY_BIN;
+  if (!bin) {
+    const out = join(mkdtempSync(join(tmpdir(), "bdbin")), "bindery");
+    const r = spawnSync("go", ["build", "-o", out, "./cmd/bindery"], { cwd: repoRoot, encoding: "utf8", timeout: 600_000 });
+    if (r.error || r.status !== 0) return { skip: `could not build bindery (go build ./cmd/bindery in ${repoRoot}): ${r.error?.message ?? r.stderr.trim().split("\n").slice(-3).join(" ")}` };
+    bin = out;
+  }
+  if (!existsSync(bin)) return { skip: `BINDERY_BIN=${bin} does not exist` };
+  const probeDir = mkdtempSync(join(tmpdir(), "bdp"));
+  const d = new BinderyProcess(bin, probeDir);
+  try {
+    await d.start();
+    const r = await post(d.socketPath, "/v1/compile", {});
+    if (r.status === 404 || r.status === 405) return { skip: `${bin} does not serve POST /v1/compile yet (answered ${r.status})` };
+    return { bin };
+  } catch (err) {
+    return { skip: `${bin} did not start: ${(err as Error).message}` };
+  } finally {
+    await d.stop();
+  }
+}
+
+export class BinderyProcess {
+  readonly socketPath: string;
+  readonly stateDir: string;
+  readonly agentDir: string;
+  private child: ChildProcess | undefined;
+  log = "";
+
+  constructor(readonly bin: string, root: string, agentDir?: string) {
+    this.socketPath = join(root, "b.sock");
+    this.stateDir = join(root, "state");
+    this.agentDir = agentDir ?? join(root, "agent");
+    mkdirSync(join(this.agentDir, "sessions"), { recursive: true });
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(this.bin, ["serve", "--agent-dir", this.agentDir, "--state-dir", this.stateDir, "--socket", this.socketPath, "--log-level", "debug"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, BINDERY_SOCKET: "", PI_CODING_AGENT_DIR: this.agentDir },
+    });
+    this.child = child;
+    child.stdout!.on("data", (d) => (this.log += d));
+    child.stderr!.on("data", (d) => (this.log += d));
+    const exited = new Promise<never>((_, rej) => child.once("exit", (code) => rej(new Error(`bindery exited (${code}): ${this.log.slice(-2000)}`))));
+    const deadline = Date.now() + 20_000;
+    const ready = (async () => {
+      while (Date.now() < deadline) {
+        try {
+          if ((await get(this.socketPath, "/v1/health")).status === 200) return;
+        } catch {}
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`bindery did not answer /v1/health within 20s: ${this.log.slice(-2000)}`);
+    })();
+    await Promise.race([ready, exited]);
+    exited.catch(() => {});
+  }
+
+  async stop(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null) return;
+    const done = new Promise((r) => c.once("exit", r));
+    c.kill("SIGTERM");
+    const t = setTimeout(() => c.kill("SIGKILL"), 15_000);
+    await done;
+    clearTimeout(t);
+    this.child = undefined;
+  }
+}
+
+export interface PiRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** An isolated pi installation: agent dir with models.json pointing at the fake, a work dir. */
+export class PiHome {
+  readonly agentDir: string;
+  readonly workDir: string;
+
+  constructor(root: string, baseUrl: string, bindery: Record<string, unknown>, agentDir?: string) {
+    this.agentDir = agentDir ?? join(root, "agent");
+    this.workDir = join(root, "work");
+    mkdirSync(this.agentDir, { recursive: true });
+    mkdirSync(this.workDir, { recursive: true });
+    writeFileSync(
+      join(this.agentDir, "models.json"),
+      JSON.stringify({
+        providers: {
+          anthropic: {
+            baseUrl,
+            apiKey: "sk-ant-api03-fake",
+            api: "anthropic-messages",
+            models: [{ id: MODEL, name: "Fable 5.2 (fake)", reasoning: true, input: ["text"], contextWindow: 200000, maxTokens: 32000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }],
+          },
+        },
+      }),
+    );
+    writeFileSync(join(this.agentDir, "settings.json"), JSON.stringify({ bindery }));
+  }
+
+  /** pi -p with the given extensions in that order (they load in -e order). */
+  run(args: string[], opts: { extensions?: string[]; env?: Record<string, string> } = {}): Promise<PiRun> {
+    const ext = (opts.extensions ?? [packageDir]).flatMap((e) => ["-e", e]);
+    const argv = [piCli, "--provider", "anthropic", "--model", MODEL, "--thinking", "high", "--no-extensions", ...ext, "-p", ...args];
+    return new Promise((res) => {
+      const p = spawn(process.execPath, argv, {
+        cwd: this.workDir,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, PI_CODING_AGENT_DIR: this.agentDir, PI_OFFLINE: "1", ANTHROPIC_API_KEY: "sk-ant-api03-fake", BINDERY_SOCKET: "", ...opts.env },
+      });
+      let stdout = "";
+      let stderr = "";
+      p.stdout.on("data", (d) => (stdout += d));
+      p.stderr.on("data", (d) => (stderr += d));
+      const t = setTimeout(() => p.kill("SIGKILL"), 120_000);
+      p.on("close", (code) => {
+        clearTimeout(t);
+        res({ code, stdout, stderr });
+      });
+    });
+  }
+
+  /** Session files, newest first by name (the name starts with the creation time). */
+  sessionFiles(): string[] {
+    const root = join(this.agentDir, "sessions");
+    const out: string[] = [];
+    const walk = (d: string) => {
+      for (const f of readdirSync(d)) {
+        const p = join(d, f);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (f.endsWith(".jsonl")) out.push(p);
+      }
+    };
+    if (existsSync(root)) walk(root);
+    return out.sort().reverse();
+  }
+
+  header(file: string): any {
+    return JSON.parse(readFileSync(file, "utf8").split("\n")[0]);
+  }
+}
+
+export function tempRoot(): string {
+  return mkdtempSync(join(tmpdir(), "bde"));
+}
