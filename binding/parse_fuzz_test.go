@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -72,12 +73,20 @@ func FuzzParseRequest(f *testing.F) {
 		`{"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"t","defer_loading":true}],"messages":[{"role":"user","content":[{"type":"compaction","content":"c"}]}]}`,
 		"{\"messages\":[{\"\xff\":1,\"\\ud800\":2}]}",
 		`{"messages":[1, "x", null, {"content":{}}], "model": 5}`,
+		`{"messages":[{"role":"user","content":"0123456789012345678901234567890123456789012345678901234567890123456789"},{"role":"user","content":"0123456789012345678901234567890123456789012345678901234567890123456789","x":1}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Add(genRequest(1, 6))
+	// One memo across the inputs a worker sees: a memo parse must always
+	// equal a fresh one.
+	memoParser := Parser{Memo: &Memo{MaxBytes: 1 << 20}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseRequest(body)
+		rm, errm := memoParser.Parse(body)
+		if (err == nil) != (errm == nil) || !reflect.DeepEqual(r, rm) {
+			t.Fatalf("memo parse differs: %v / %v", err, errm)
+		}
 		trimmed := bytes.TrimLeft(body, " \t\r\n")
 		isObj := len(trimmed) > 0 && trimmed[0] == '{'
 		valid := json.Valid(body)
