@@ -11,6 +11,35 @@ import (
 	"unicode/utf8"
 )
 
+// The canonical form (what the digests cover), pinned by the golden vectors
+// in testdata/canon/vectors.json:
+//
+//   - Values, not bytes: whitespace between tokens is dropped; object members
+//     are sorted by their decoded keys, bytewise in UTF-8 (not UTF-16) order;
+//     an object with two keys that decode alike ("a" and "\u0061") is refused.
+//   - Strings by decoded value, re-encoded one way (see canon.str): only `"`,
+//     `\` and control characters are escaped; no HTML escaping; U+2028 and
+//     U+2029 raw. Lone surrogate escapes stay distinct (`\udxxx`), invalid
+//     UTF-8 bytes are copied raw: distinct inputs never merge.
+//   - Numbers by their literal text: 1, 1.0 and 1e0 differ (conservative: a
+//     host that rewrites a number costs a strip, never a refusal).
+//   - cache_control is removed only where it is a marker: a top-level member
+//     of a content block, of a system block, of a tool definition (and the
+//     request's own top level, which no digest covers). Anywhere else (a
+//     tool_use input, an input_schema, a tool_result's nested content, a
+//     message object) it is data and stays.
+//   - A message frame is the whole message object with a content array
+//     replaced by [] (role, clear_at, output_config, unknown fields all
+//     count; string content is part of the frame, so "x" and
+//     [{"type":"text","text":"x"}] differ). Each content block is its own
+//     frame; thinking and redacted_thinking blocks get no digest and are not
+//     in the chain (see chain.go).
+//   - The seed covers system (string or blocks) and tools minus those with
+//     defer_loading: true; absent and empty differ.
+//   - Every digest is SHA-256(FramingVersion ‖ kind ‖ uint64 length ‖
+//     canonical bytes), so frames of different kinds or lengths never collide
+//     and no concatenation is ambiguous.
+
 // FramingVersion is mixed into every digest bindery computes (frames, seeds,
 // chain steps). Stamps are durable: a digest computed under one canonical
 // encoding must never match one computed under another. Any change to the
