@@ -15,6 +15,7 @@ type ReportSession struct {
 	File         int64
 	ID           string
 	Path         string
+	Version      int // the header's version
 	Removed      bool
 	LastActivity string
 	Progress     string // "offset:lines:updated_ms" of the file's cursor
@@ -23,7 +24,7 @@ type ReportSession struct {
 // ReportSessions lists every session, removed ones included (their rows
 // are kept and still count in the archive), most recently active first.
 func (d *DB) ReportSessions(ctx context.Context) ([]ReportSession, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT s.file, s.id, f.path, s.removed, coalesce(s.last_activity, ''),
+	rows, err := d.readers.QueryContext(ctx, `SELECT s.file, s.id, f.path, s.version, s.removed, coalesce(s.last_activity, ''),
 		f.offset, f.lines, f.updated_ms FROM sessions s JOIN files f ON f.id = s.file
 		ORDER BY s.last_activity DESC, s.file DESC`)
 	if err != nil {
@@ -34,7 +35,7 @@ func (d *DB) ReportSessions(ctx context.Context) ([]ReportSession, error) {
 	for rows.Next() {
 		var s ReportSession
 		var offset, lines, updated int64
-		if err := rows.Scan(&s.File, &s.ID, &s.Path, &s.Removed, &s.LastActivity, &offset, &lines, &updated); err != nil {
+		if err := rows.Scan(&s.File, &s.ID, &s.Path, &s.Version, &s.Removed, &s.LastActivity, &offset, &lines, &updated); err != nil {
 			return nil, fmt.Errorf("report sessions: %w", err)
 		}
 		s.Progress = strconv.FormatInt(offset, 10) + ":" + strconv.FormatInt(lines, 10) + ":" + strconv.FormatInt(updated, 10)

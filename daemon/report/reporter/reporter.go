@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/my-pi/bindery/api"
@@ -96,7 +98,7 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 		stamp := report.Stamp(s.Progress, seq, r.prices)
 		c, ok := r.mem[s.File]
 		if !ok || c.stamp != stamp {
-			sess, err := r.analyse(ctx, s.File, s.ID, compiles)
+			sess, err := r.analyse(ctx, source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
 			if err != nil {
 				return report.Report{}, Stats{}, err
 			}
@@ -135,7 +137,7 @@ func (r *Reporter) Session(ctx context.Context, id string) (report.Report, error
 	if err != nil {
 		return report.Report{}, err
 	}
-	sess, err := r.analyse(ctx, s.File, id, compiles)
+	sess, err := r.analyse(ctx, source{file: s.File, id: id, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -169,17 +171,77 @@ func (r *Reporter) sessionCompiles(ctx context.Context, id string) ([]report.Com
 	return ev, seq, nil
 }
 
-func (r *Reporter) analyse(ctx context.Context, file int64, id string, compiles []report.CompileEvent) (report.Session, error) {
-	rows, err := r.db.ReportEntries(ctx, file)
+// source is a session file to analyse.
+type source struct {
+	file    int64
+	id      string
+	path    string
+	version int
+	removed bool
+}
+
+func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.CompileEvent) (report.Session, error) {
+	rows, err := r.db.ReportEntries(ctx, src.file)
 	if err != nil {
 		return report.Session{}, err
 	}
-	return report.Analyze(report.SessionInput{Session: id, Entries: Entries(rows), Compiles: compiles}, r.prices), nil
+	entries := Entries(rows)
+	if !src.removed {
+		if err := CostsFromFile(src.path, src.version, entries); err != nil {
+			r.log.Debug("report: pi's cost split unavailable; using cost.total", "session", src.id, "err", err)
+		}
+	}
+	return report.Analyze(report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, r.prices), nil
+}
+
+// maxCostLine bounds the assistant lines read back for their cost.
+const maxCostLine = 16 << 20
+
+// CostsFromFile fills in pi's full usage.cost (input, output, cacheRead,
+// cacheWrite) of the assistant entries, which the index keeps only as
+// cost.total, by reading each assistant line back from the session file at
+// its recorded offset. The file is only read. A line that no longer parses
+// as the same assistant entry (the file was rewritten since it was
+// ingested) keeps its total; so does every entry when the file cannot be
+// opened, which is then the error returned.
+func CostsFromFile(path string, version int, entries []watcher.Entry) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var buf []byte
+	for i := range entries {
+		e := &entries[i]
+		if e.Role != "assistant" || e.Usage == nil || e.Usage.Cost == nil || e.Length <= 0 || e.Length > maxCostLine {
+			continue
+		}
+		if cap(buf) < e.Length {
+			buf = make([]byte, e.Length)
+		}
+		n, err := f.ReadAt(buf[:e.Length], e.Offset)
+		if n != e.Length {
+			if err == nil || errors.Is(err, io.EOF) {
+				return nil // the file is shorter now: rewritten; keep the totals
+			}
+			return fmt.Errorf("read %s at %d: %w", path, e.Offset, err)
+		}
+		p := watcher.Parser{Path: path, State: watcher.ParseState{Version: version, Values: 1}}
+		got := p.Line(buf[:n], e.Offset).Entry
+		if got == nil || got.Role != "assistant" || (version >= 2 && got.ID != e.ID) || got.Usage == nil || got.Usage.Cost == nil {
+			continue
+		}
+		if c := got.Usage.Cost; c.Total != nil && e.Usage.Cost.Total != nil && *c.Total != *e.Usage.Cost.Total {
+			continue // not the line that was ingested
+		}
+		e.Usage.Cost = got.Usage.Cost
+	}
+	return nil
 }
 
 // Entries converts the index's rows to the watcher's entry shape the
 // report reads. The index keeps pi's cost.total only, so Cost has Total
-// alone (the report then splits it in the price table's proportions).
+// alone until CostsFromFile fills in the split.
 func Entries(rows []db.Entry) []watcher.Entry {
 	out := make([]watcher.Entry, len(rows))
 	for i := range rows {
