@@ -199,10 +199,14 @@ func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
 
 // pathInfo is what a compile knows of a pi branch.
 type pathInfo struct {
-	pi   bool                 // the conversation is a pi session bindery has ingested
-	at   []binding.PathEntry  // the compile's leaf path, root first (nil when the leaf is not ingested)
-	on   map[string]bool      // ids on at
-	memo map[string]pathMemo2 // other leaves' paths, looked up once per call
+	pi bool                // the conversation is a pi session bindery has ingested
+	at []binding.PathEntry // the compile's leaf path, root first (nil when the leaf is not ingested)
+	on map[string]bool     // ids on at
+	// proven: the leaf is not ingested; at is the path of the deepest
+	// ancestor the request proves, so compiles off it may still be on the
+	// branch (made at leaves after it)
+	proven bool
+	memo   map[string]pathMemo2 // other leaves' paths, looked up once per call
 }
 
 type pathMemo2 struct {
@@ -246,6 +250,38 @@ func (b *Binder) branchPath(ctx context.Context, conversation, branch string) (*
 	return pi, nil
 }
 
+// provenAncestor handles a compile at a pi leaf bindery has not ingested
+// yet (pi writes the entry and sends the request at about the same time):
+// the branch is taken to descend from the deepest entry the request proves
+// it contains, the entry holding its latest thinking block that the
+// session file already shows.
+func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) error {
+	for i := len(keys) - 1; i >= 0; i-- {
+		entries, err := b.db.BlockEntries(ctx, conversation, keys[i:i+1])
+		if err != nil {
+			return err
+		}
+		entry, ok := entries[keys[i]]
+		if !ok {
+			continue
+		}
+		p, found, err := b.db.SessionPath(ctx, conversation, entry)
+		if err != nil {
+			return err
+		}
+		if found {
+			pi.at = toBindingPath(p)
+			pi.on = make(map[string]bool, len(p))
+			for _, e := range p {
+				pi.on[e.ID] = true
+			}
+			pi.proven = true
+		}
+		return nil
+	}
+	return nil
+}
+
 func (b *Binder) leafPath(ctx context.Context, pi *pathInfo, conversation, leaf string) ([]binding.PathEntry, bool, error) {
 	if m, ok := pi.memo[leaf]; ok {
 		return m.path, m.found, nil
@@ -271,7 +307,7 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 	if !pi.pi {
 		return false
 	}
-	if pi.at == nil {
+	if pi.at == nil || pi.proven {
 		return true
 	}
 	return pi.on[other]
@@ -340,6 +376,11 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 		return nil, err
 	}
 	keys := binding.StampKeys(req)
+	if pi.pi && pi.at == nil {
+		if err := b.provenAncestor(ctx, pi, call.Conversation, keys); err != nil {
+			return nil, err
+		}
+	}
 	stamps, err := b.stamps(ctx, keys)
 	if err != nil {
 		return nil, err
