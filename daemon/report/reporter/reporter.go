@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/daemon/report"
@@ -68,6 +69,7 @@ type Stats struct {
 func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	start := time.Now()
 	if !r.loaded {
 		rows, err := r.db.ReportSummaries(ctx)
 		if err != nil {
@@ -121,7 +123,9 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 		// The report is still right; the next one recomputes these.
 		r.log.Warn("report: could not cache summaries", "err", err)
 	}
-	return report.ArchiveReport(sums, r.prices), Stats{Sessions: len(sessions), Analysed: len(fresh)}, nil
+	rep := report.ArchiveReport(sums, r.prices)
+	r.log.Debug("archive report", "sessions", len(sessions), "analysed", len(fresh), "took", time.Since(start))
+	return rep, Stats{Sessions: len(sessions), Analysed: len(fresh)}, nil
 }
 
 // Session reports one session by pi's id, with its per-request rows.
