@@ -320,3 +320,24 @@ func TestSkipPlain(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalSurrogateKeyCollision(t *testing.T) {
+	// A lone-surrogate escape and the raw (invalid UTF-8) bytes of the same
+	// surrogate decode to the same sort key; they are still different keys,
+	// ordered by their canonical bytes, whatever the input order.
+	a, err := Canonical(nil, []byte("{\"\\ud800\":1,\"\xed\xa0\x80\":2}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Canonical(nil, []byte("{\"\xed\xa0\x80\":2,\"\\ud800\":1}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"\\ud800\":1,\"\xed\xa0\x80\":2}"
+	if string(a) != want || string(b) != want {
+		t.Fatalf("got %q and %q, want %q", a, b, want)
+	}
+	if _, err := Canonical(nil, []byte(`{"\ud800":1,"\uD800":2}`)); !errors.Is(err, ErrDuplicateKey) {
+		t.Fatalf("same lone surrogate twice: %v", err)
+	}
+}
