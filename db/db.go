@@ -46,6 +46,10 @@ type DB struct {
 type Options struct {
 	// Readers is the size of the reader pool (default 4).
 	Readers int
+	// NoSync sets synchronous=NORMAL on the writer: a commit is not fsynced
+	// (WAL stays consistent, but a power loss can undo the last commits).
+	// Only for benchmarks that separate the disk's fsync from the rest.
+	NoSync bool
 }
 
 // Open opens (creating if needed) the database at path and brings its
@@ -62,11 +66,15 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		opt.Readers = 4
 	}
 	ms := busyTimeout.Milliseconds()
+	sync := "synchronous(FULL)"
+	if opt.NoSync {
+		sync = "synchronous(NORMAL)"
+	}
 	writerDSN := path + "?" + url.Values{
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", ms),
 			"journal_mode(WAL)",
-			"synchronous(FULL)",
+			sync,
 			"foreign_keys(ON)",
 		},
 		"_txlock": {"immediate"},

@@ -1,11 +1,13 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist.
@@ -201,8 +203,11 @@ type querier interface {
 }
 
 func loadTree(ctx context.Context, q querier, file int64) (*Tree, error) {
+	// No ORDER BY: without statistics SQLite would answer it by scanning
+	// the whole entries table in seq order rather than use the file index
+	// and sort, so the rows are sorted here.
 	rows, err := q.QueryContext(ctx,
-		`SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '') FROM entries WHERE file = ? ORDER BY seq`, file)
+		`SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '') FROM entries WHERE file = ?`, file)
 	if err != nil {
 		return nil, fmt.Errorf("tree of file %d: %w", file, err)
 	}
@@ -213,13 +218,16 @@ func loadTree(ctx context.Context, q querier, file int64) (*Tree, error) {
 		if err := rows.Scan(&n.seq, &n.id, &n.parent, &n.timestamp); err != nil {
 			return nil, fmt.Errorf("tree of file %d: %w", file, err)
 		}
-		t.byID[n.id] = len(t.nodes)
 		t.nodes = append(t.nodes, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tree of file %d: %w", file, err)
 	}
 	rows.Close()
+	slices.SortFunc(t.nodes, func(a, b treeNode) int { return cmp.Compare(a.seq, b.seq) })
+	for i, n := range t.nodes {
+		t.byID[n.id] = i
+	}
 	t.hasChild = make([]bool, len(t.nodes))
 	for _, n := range t.nodes {
 		if p, ok := t.byID[n.parent]; ok && n.parent != n.id {

@@ -1,0 +1,47 @@
+package db
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCommit: one small batch (an assistant entry with a thinking
+// block, its cursor and its event) per transaction, as a live append is
+// committed. sync=full is what the daemon runs; sync=normal shows what the
+// fsync costs on this disk. p50/p99 are per commit.
+func BenchmarkCommit(b *testing.B) {
+	for _, noSync := range []bool{false, true} {
+		name := "sync=full"
+		if noSync {
+			name = "sync=normal"
+		}
+		b.Run(name, func(b *testing.B) {
+			d, err := Open(b.Context(), filepath.Join(b.TempDir(), "c.db"), Options{NoSync: noSync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			path := "/p/s.jsonl"
+			if _, err := d.Ingest(b.Context(), Batch{Kind: Found, Path: path, Cursor: cursor(path, 1, 100, 1), Header: &Header{ID: "s", Version: 3}}); err != nil {
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			line := 1
+			for b.Loop() {
+				line++
+				e := assistant(line, fmt.Sprint("e", line), fmt.Sprint("e", line-1), signed(0, fmt.Sprint(line)))
+				t0 := time.Now()
+				if _, err := d.Ingest(b.Context(), Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, int64(100*line), line), Entries: []Entry{e}}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
