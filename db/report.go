@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -169,4 +170,52 @@ func (d *DB) PutReportSummaries(ctx context.Context, sums []ReportSummary) error
 		}
 		return nil
 	})
+}
+
+// ReportEventSeqs returns, for every conversation in the event log, the
+// seq of its latest event: a report summary is stale when it moved.
+func (d *DB) ReportEventSeqs(ctx context.Context) (map[string]int64, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT conversation, max(seq) FROM events WHERE conversation != '' GROUP BY conversation`)
+	if err != nil {
+		return nil, fmt.Errorf("report event seqs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var c string
+		var seq int64
+		if err := rows.Scan(&c, &seq); err != nil {
+			return nil, fmt.Errorf("report event seqs: %w", err)
+		}
+		out[c] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("report event seqs: %w", err)
+	}
+	return out, nil
+}
+
+// ReportCompileEvents returns a conversation's compile events still in the
+// (bounded) event log, oldest first: seq and fields.
+func (d *DB) ReportCompileEvents(ctx context.Context, conversation string) ([]Event, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT seq, type, fields FROM events
+		WHERE conversation = ? AND type = 'compile' ORDER BY seq`, conversation)
+	if err != nil {
+		return nil, fmt.Errorf("compile events of %s: %w", conversation, err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e := Event{Conversation: conversation}
+		var fields string
+		if err := rows.Scan(&e.Seq, &e.Type, &fields); err != nil {
+			return nil, fmt.Errorf("compile events of %s: %w", conversation, err)
+		}
+		e.Fields = json.RawMessage(fields)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("compile events of %s: %w", conversation, err)
+	}
+	return out, nil
 }

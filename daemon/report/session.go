@@ -18,15 +18,35 @@ const IdleGap = 5 * time.Minute
 // binding pass produces it (issue 4); the report only reads it.
 type CompileEvent struct {
 	Seq int64 `json:"seq"`
-	// EntryID is the id of the assistant entry that answered this compile
-	// (known once the reply is accepted and ingested); "" when unlinked.
-	// Unlinked compiles count in the totals but explain no break.
+	// EntryID is the id of the assistant entry that answered this compile,
+	// when known. Else Parent links it: the entry the request was built on
+	// (for pi, the branch leaf the compile named), so the compile answers
+	// the first assistant entry on the branch whose parentId is Parent.
+	// Compiles linked neither way count in the totals but explain no break.
 	EntryID string  `json:"entryId,omitempty"`
+	Parent  string  `json:"parent,omitempty"`
 	Strips  []Strip `json:"strips,omitempty"`
 	// CacheCause is the compile's cache.cause (api.md): "host" when the
 	// request first differed from the branch's last accepted one where the
-	// host changed it, "strip" where bindery's strip did, "none" or "".
+	// host changed it, "bindery" (or "strip") where bindery's strip did,
+	// "none" or "".
 	CacheCause string `json:"cacheCause,omitempty"`
+}
+
+// WouldRefuse says whether a strip reason (design/binding.md) names a
+// block a prefix-checking model would refuse if sent: its prefix or seed
+// changed since it was minted, the provider already refused it
+// (released), or it carries no conversation record for a binding target
+// (model-unbound). no-stamp and gap strips may remove blocks the provider
+// would have accepted, and model-unreadable blocks are dropped by the
+// API's model check rather than refused, so none of those counts as a
+// 400 avoided.
+func WouldRefuse(reason string) bool {
+	switch reason {
+	case "prefix-changed", "seed-changed", "released", "model-unbound":
+		return true
+	}
+	return false
 }
 
 // Strip is one stripped thinking block.
@@ -191,6 +211,7 @@ type resident struct {
 func Analyze(in SessionInput, prices *Prices) Session {
 	path := Branch(in.Entries)
 	compiles := make(map[string][]*CompileEvent)
+	byParent := make(map[string][]*CompileEvent)
 	var f Figures
 	f.Sessions = 1
 	for i := range in.Compiles {
@@ -211,8 +232,11 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		if rescued {
 			f.Bindery.RequestsRescued++
 		}
-		if c.EntryID != "" {
+		switch {
+		case c.EntryID != "":
 			compiles[c.EntryID] = append(compiles[c.EntryID], c)
+		case c.Parent != "":
+			byParent[c.Parent] = append(byParent[c.Parent], c)
 		}
 	}
 
@@ -267,6 +291,11 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			residents = kept
 		case isAssistant(e):
 			onBranch++
+			if cs, ok := byParent[e.ParentID]; ok && e.ID != "" {
+				// The first reply built on that entry answers its compiles.
+				compiles[e.ID] = append(compiles[e.ID], cs...)
+				delete(byParent, e.ParentID)
+			}
 			r := request(e, prices)
 			r.N = len(reqs) + 1
 			r.Cycle = cycle
@@ -584,7 +613,7 @@ func findBreaks(session string, reqs []Request, costs []*watcher.Cost, compiles 
 		}
 		for _, c := range compiles[r.EntryID] {
 			switch c.CacheCause {
-			case CauseStrip:
+			case CauseStrip, "bindery":
 				b.Cause = CauseStrip
 			case CauseHost:
 				if b.Cause != CauseStrip {

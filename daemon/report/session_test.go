@@ -200,12 +200,14 @@ func TestBreakCauses(t *testing.T) {
 	step("r6", "10:06:40", 100, 6300)  // prompt 6401, read fell, no known cause
 	step("r7", "10:06:50", 50, 100)    // prompt 151: read fell but the prompt shrank (compaction): no break
 	s := Analyze(SessionInput{Session: "c", Entries: b.entries,
-		Compiles: []CompileEvent{{EntryID: "r3", CacheCause: "host"}}}, DefaultPrices())
+		Compiles: []CompileEvent{{EntryID: "r3", CacheCause: "host"},
+			// Linked by the entry the request was built on: r6's parent.
+			{Parent: "tr5", CacheCause: "bindery", Strips: []Strip{{Reason: "gap", Tokens: 7}}}}}, DefaultPrices())
 	var got []string
 	for _, br := range s.Summary.Breaks {
 		got = append(got, br.EntryID+":"+br.Cause)
 	}
-	want := []string{"r3:host", "r4:idle", "r6:unknown"}
+	want := []string{"r3:host", "r4:idle", "r6:strip"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("breaks = %v, want %v", got, want)
 	}
@@ -215,6 +217,13 @@ func TestBreakCauses(t *testing.T) {
 		eq(t, "rewritten "+want[i], s.Summary.Breaks[i].Rewritten, w)
 	}
 	eq(t, "by cause", len(s.Summary.Figures.Breaks.ByCause), 3)
+	eq(t, "r6 strips", s.Requests[5].Strips, 1)
+	// r6's excess: 6100 * (3.75 - 0.30) per Mtok.
+	near(t, "strip cache cost", s.Summary.Figures.Bindery.CacheCost, 6100*3.45e-6)
+
+	// With no compile, r6's break has no known cause.
+	s = Analyze(SessionInput{Session: "c", Entries: b.entries}, DefaultPrices())
+	eq(t, "r6 unlinked", s.Summary.Breaks[2].Cause, CauseUnknown)
 }
 
 func TestMissingAndPartialUsage(t *testing.T) {

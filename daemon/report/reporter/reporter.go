@@ -21,18 +21,21 @@ import (
 	"github.com/my-pi/bindery/watcher"
 )
 
-// CompileSource gives bindery's compile events for one pi session, and the
-// seq of the last one (0 when none): it enters the summary's stamp, so a
-// new compile refreshes the session. Issue 4 (strip events) provides it.
+// CompileSource gives bindery's compile events per pi session (the
+// conversation id bindery keeps for a pi session is its session id).
 type CompileSource interface {
-	SessionCompiles(ctx context.Context, session string) ([]report.CompileEvent, int64, error)
+	// Seqs returns, per session, a number that changes whenever the
+	// session's compile events do: it enters the summary's stamp.
+	Seqs(ctx context.Context) (map[string]int64, error)
+	// Compiles returns the session's compile events.
+	Compiles(ctx context.Context, session string) ([]report.CompileEvent, error)
 }
 
 // Reporter answers reports over the sessions in the database.
 type Reporter struct {
 	db       *db.DB
 	prices   *report.Prices
-	compiles CompileSource // nil: no compile events yet
+	compiles CompileSource
 	log      *slog.Logger
 
 	mu     sync.Mutex
@@ -45,11 +48,14 @@ type cached struct {
 	sum   report.Summary
 }
 
-// New returns a Reporter. prices is the price table (report.DefaultPrices
-// or one read from the --prices file); compiles may be nil.
+// New returns a Reporter. prices is the price table (nil: the built-in
+// one); compiles nil reads compile events from the database's event log.
 func New(d *db.DB, prices *report.Prices, compiles CompileSource, log *slog.Logger) *Reporter {
 	if prices == nil {
 		prices = report.DefaultPrices()
+	}
+	if compiles == nil {
+		compiles = EventLog{DB: d}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -88,18 +94,22 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 	if err != nil {
 		return report.Report{}, Stats{}, err
 	}
+	seqs, err := r.compiles.Seqs(ctx)
+	if err != nil {
+		return report.Report{}, Stats{}, fmt.Errorf("compile events: %w", err)
+	}
 	sums := make([]report.Summary, 0, len(sessions))
 	var fresh []db.ReportSummary
 	live := make(map[int64]bool, len(sessions))
 	for _, s := range sessions {
 		live[s.File] = true
-		compiles, seq, err := r.sessionCompiles(ctx, s.ID)
-		if err != nil {
-			return report.Report{}, Stats{}, err
-		}
-		stamp := report.Stamp(s.Progress, seq, r.prices)
+		stamp := report.Stamp(s.Progress, seqs[s.ID], r.prices)
 		c, ok := r.mem[s.File]
 		if !ok || c.stamp != stamp {
+			compiles, err := r.sessionCompiles(ctx, s.ID)
+			if err != nil {
+				return report.Report{}, Stats{}, err
+			}
 			sess, err := r.analyse(ctx, source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
 			if err != nil {
 				return report.Report{}, Stats{}, err
@@ -137,7 +147,7 @@ func (r *Reporter) Session(ctx context.Context, id string) (report.Report, error
 	if err != nil {
 		return report.Report{}, err
 	}
-	compiles, _, err := r.sessionCompiles(ctx, id)
+	compiles, err := r.sessionCompiles(ctx, id)
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -164,15 +174,56 @@ func (r *Reporter) Report(ctx context.Context, session string) (json.RawMessage,
 	return json.Marshal(rep)
 }
 
-func (r *Reporter) sessionCompiles(ctx context.Context, id string) ([]report.CompileEvent, int64, error) {
-	if r.compiles == nil {
-		return nil, 0, nil
-	}
-	ev, seq, err := r.compiles.SessionCompiles(ctx, id)
+func (r *Reporter) sessionCompiles(ctx context.Context, id string) ([]report.CompileEvent, error) {
+	ev, err := r.compiles.Compiles(ctx, id)
 	if err != nil {
-		return nil, 0, fmt.Errorf("compile events of %s: %w", id, err)
+		return nil, fmt.Errorf("compile events of %s: %w", id, err)
 	}
-	return ev, seq, nil
+	return ev, nil
+}
+
+// EventLog reads compile events from the database's durable event log
+// (GET /v1/events' store). The log is bounded (bindery serve
+// --events-max, --events-max-age): a summary computed while a compile was
+// in the log keeps it until the session changes; one computed later no
+// longer sees it.
+type EventLog struct{ DB *db.DB }
+
+// Seqs is the latest event seq of every conversation.
+func (l EventLog) Seqs(ctx context.Context) (map[string]int64, error) {
+	return l.DB.ReportEventSeqs(ctx)
+}
+
+// Compiles converts the session's compile events (api.EventCompile
+// fields: branch, binds, dryRun, strips, cache). A malformed event is
+// skipped.
+func (l EventLog) Compiles(ctx context.Context, session string) ([]report.CompileEvent, error) {
+	evs, err := l.DB.ReportCompileEvents(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]report.CompileEvent, 0, len(evs))
+	for _, ev := range evs {
+		var f struct {
+			Branch string      `json:"branch"`
+			Binds  bool        `json:"binds"`
+			DryRun bool        `json:"dryRun"`
+			Strips []api.Strip `json:"strips"`
+			Cache  struct {
+				Cause string `json:"cause"`
+			} `json:"cache"`
+		}
+		if json.Unmarshal(ev.Fields, &f) != nil || f.DryRun {
+			continue
+		}
+		c := report.CompileEvent{Seq: ev.Seq, Parent: f.Branch, CacheCause: f.Cache.Cause}
+		for _, s := range f.Strips {
+			c.Strips = append(c.Strips, report.Strip{Reason: s.Reason, Tokens: int64(s.Tokens),
+				WouldRefuse: f.Binds && report.WouldRefuse(s.Reason)})
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // source is a session file to analyse.

@@ -2,6 +2,8 @@ package reporter
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -171,8 +173,12 @@ type fakeCompiles struct {
 	events []report.CompileEvent
 }
 
-func (f *fakeCompiles) SessionCompiles(context.Context, string) ([]report.CompileEvent, int64, error) {
-	return f.events, f.seq, nil
+func (f *fakeCompiles) Seqs(context.Context) (map[string]int64, error) {
+	return map[string]int64{"s1": f.seq, "s2": f.seq, "s3": f.seq}, nil
+}
+
+func (f *fakeCompiles) Compiles(context.Context, string) ([]report.CompileEvent, error) {
+	return f.events, nil
 }
 
 func TestSessionReport(t *testing.T) {
@@ -200,5 +206,48 @@ func TestSessionReport(t *testing.T) {
 	raw, err := r.Report(ctx, "s1")
 	if err != nil || len(raw) == 0 {
 		t.Errorf("raw report: %v", err)
+	}
+}
+
+func TestCompileEventsFromTheLog(t *testing.T) {
+	ctx := context.Background()
+	d := openDB(t)
+	ingestSession(t, d, "s1", []int{3, 2})
+	ingestSession(t, d, "s2", []int{4})
+	r := New(d, nil, nil, nil)
+	if _, st, err := r.Archive(ctx); err != nil || st.Analysed != 2 {
+		t.Fatalf("first: %+v %v", st, err)
+	}
+	// A compile built on s1's second user message (so it answers the
+	// reply after it, the 4th request), and a dry run that must not count.
+	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, f := range []string{
+			`{"compileId":"c1","branch":"s1-u2-1","binds":true,"engaged":true,"strips":[{"path":"messages.3.content.0","reason":"prefix-changed","tokens":50},{"path":"messages.5.content.0","reason":"gap","tokens":20}],"cache":{"firstChange":"messages.3.content.0","cause":"bindery"}}`,
+			`{"compileId":"c2","branch":"s1-u2-1","dryRun":true,"strips":[{"path":"x","reason":"released","tokens":1}]}`,
+		} {
+			if _, err := db.AppendEvent(ctx, tx, "compile", "s1", json.RawMessage(f)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, st, err := r.Archive(ctx)
+	if err != nil || st.Analysed != 1 {
+		t.Fatalf("after a compile: %+v %v", st, err)
+	}
+	b := rep.Figures.Bindery
+	if b.Compiles != 1 || b.Strips["prefix-changed"] != 1 || b.Strips["gap"] != 1 || b.StrippedTokens != 70 ||
+		b.RefusalsAvoided != 1 || b.RequestsRescued != 1 {
+		t.Errorf("bindery: %+v", b)
+	}
+	one, err := r.Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Requests[3].Strips != 2 || one.Requests[3].StrippedTokens != 70 {
+		t.Errorf("request 4: %+v", one.Requests[3])
 	}
 }
