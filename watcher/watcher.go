@@ -98,6 +98,8 @@ type Watcher struct {
 	fsw      *fsnotify.Watcher
 	degraded bool
 	rd       *reader
+
+	afterVisit func(path string) // test hook: a file was brought up to date (or failed)
 }
 
 type fileState struct {
@@ -532,6 +534,9 @@ func (w *Watcher) visitFile(ctx context.Context, path string, sink Sink) {
 	st := w.files[path]
 	if st != nil && !st.retryAt.IsZero() && time.Now().Before(st.retryAt) {
 		return // backing off; the retry timer brings it back
+	}
+	if w.afterVisit != nil {
+		defer w.afterVisit(path)
 	}
 	if err := w.follow(ctx, path, sink); err != nil {
 		if ctx.Err() != nil {

@@ -1,0 +1,598 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/my-pi/bindery/watcher/pisession"
+)
+
+// store is what a sink commits: per file, the entries and cursor, applied
+// the way the daemon's transaction does (Found/Grew append, Rewritten
+// replaces, Removed deletes).
+type store struct {
+	mu      sync.Mutex
+	files   map[string]*storedFile
+	batches []Batch // every committed batch, in order
+	errs    []IngestError
+	fail    func(Batch) error // if set and returns non-nil, the batch is refused
+	changed chan struct{}
+}
+
+type storedFile struct {
+	header  *Header
+	entries []Entry
+	cursor  Cursor
+}
+
+func newStore() *store {
+	return &store{files: make(map[string]*storedFile), changed: make(chan struct{}, 1)}
+}
+
+func (s *store) sink(_ context.Context, b Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		if err := s.fail(b); err != nil {
+			return err
+		}
+	}
+	if b.Path == "" || b.Path != b.Cursor.Path {
+		panic(fmt.Sprintf("batch path %q cursor path %q", b.Path, b.Cursor.Path))
+	}
+	f := s.files[b.Path]
+	switch b.Kind {
+	case Found, Rewritten:
+		if b.Kind == Found && f != nil {
+			panic("Found for a file already stored: " + b.Path)
+		}
+		f = &storedFile{}
+		s.files[b.Path] = f
+	case Grew:
+		if f == nil {
+			panic("Grew for an unknown file: " + b.Path)
+		}
+		if len(b.Entries) > 0 && len(f.entries) > 0 && b.Entries[0].Offset < f.cursor.Offset {
+			panic("Grew re-delivers ingested bytes: " + b.Path)
+		}
+	case Removed:
+		delete(s.files, b.Path)
+	}
+	if b.Kind != Removed {
+		if b.Header != nil {
+			f.header = b.Header
+		}
+		f.entries = append(f.entries, b.Entries...)
+		f.cursor = b.Cursor
+	}
+	s.batches = append(s.batches, b)
+	s.errs = append(s.errs, b.Errors...)
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (s *store) cursors() []Cursor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cs []Cursor
+	for _, f := range s.files {
+		cs = append(cs, f.cursor)
+	}
+	return cs
+}
+
+func (s *store) file(path string) (storedFile, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[path]
+	if !ok {
+		return storedFile{}, false
+	}
+	return storedFile{header: f.header, entries: slices.Clone(f.entries), cursor: f.cursor}, true
+}
+
+func (s *store) kinds(path string) []BatchKind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ks []BatchKind
+	for _, b := range s.batches {
+		if b.Path == path {
+			ks = append(ks, b.Kind)
+		}
+	}
+	return ks
+}
+
+// waitFor waits until cond holds, re-checking after every committed batch
+// and at least every 50ms, and fails the test after the deadline.
+func (s *store) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-s.changed:
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// entriesMatch reports whether the stored file holds exactly the session's
+// entries (by id, line and offset), each once.
+func (s *store) entriesMatch(path string, sess *pisession.Session) bool {
+	f, ok := s.file(path)
+	if !ok || f.header == nil || f.header.ID != sess.ID {
+		return false
+	}
+	if len(f.entries) != len(sess.Lines)-1 {
+		return false
+	}
+	for i, e := range f.entries {
+		l := sess.Lines[i+1]
+		want := l.ID
+		if sess.Version == 1 {
+			want = V1ID(l.Index)
+		}
+		if e.ID != want || e.Line != i+2 || e.Offset != int64(sess.Offsets[i+1]) {
+			return false
+		}
+	}
+	return f.cursor.Offset == int64(len(sess.Data))
+}
+
+type running struct {
+	w      *Watcher
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("Run: %v", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func start(t *testing.T, cfg Config, saved []Cursor, s *store, hook func(*Watcher)) *running {
+	t.Helper()
+	w := New(cfg, saved)
+	if hook != nil {
+		hook(w)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{w: w, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = w.Run(ctx, s.sink)
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+func sessionsRoot(t *testing.T) (agent, root string) {
+	agent = t.TempDir()
+	root = filepath.Join(agent, "sessions")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return agent, root
+}
+
+func writeSession(t *testing.T, dir string, sess *pisession.Session) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, pisession.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), sess.ID))
+	if err := sess.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func TestFollowsExistingAndAppendedLines(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 11, Turns: 10})
+	path := writeSession(t, filepath.Join(root, pisession.ProjectDir("/home/dev/app")), sess)
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "initial ingest", func() bool { return s.entriesMatch(path, sess) })
+
+	ts := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	last := sess.Lines[len(sess.Lines)-1].ID
+	line := pisession.UserLine("feed0001", last, "and now?", ts)
+	if err := pisession.AppendLine(path, line); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "appended line", func() bool {
+		f, _ := s.file(path)
+		return len(f.entries) == len(sess.Lines) && f.entries[len(f.entries)-1].ID == "feed0001"
+	})
+	f, _ := s.file(path)
+	if e := f.entries[len(f.entries)-1]; e.ParentID != last || !e.UserText || e.Offset != int64(len(sess.Data)) || e.Length != len(line) {
+		t.Errorf("appended entry %+v", e)
+	}
+	if got := s.kinds(path); got[0] != Found || got[len(got)-1] != Grew {
+		t.Errorf("kinds = %v", got)
+	}
+}
+
+func TestLineWrittenInTwoHalves(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 12, Turns: 3})
+	path := writeSession(t, filepath.Join(root, "--p--"), sess)
+	s := newStore()
+	visits := make(chan string, 100)
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, func(w *Watcher) {
+		w.afterVisit = func(p string) {
+			select {
+			case visits <- p:
+			default:
+			}
+		}
+	})
+	s.waitFor(t, "initial ingest", func() bool { return s.entriesMatch(path, sess) })
+
+	// A 150 KB line, torn in the middle: the watcher must read the first
+	// half, see no newline, and wait for the rest.
+	big := strings.Repeat("0123456789abcdef", 150_000/16)
+	line := pisession.AssistantLine("bigline1", sess.Lines[len(sess.Lines)-1].ID, "think", "sig", big, time.Now())
+	for len(visits) > 0 {
+		<-visits
+	}
+	err := pisession.AppendHalves(path, line, func() {
+		select {
+		case <-visits: // the watcher has looked at the file after the first half
+		case <-time.After(10 * time.Second):
+			t.Error("no visit after the first half")
+		}
+		f, _ := s.file(path)
+		if len(f.entries) != len(sess.Lines)-1 || f.cursor.Offset != int64(len(sess.Data)) {
+			t.Errorf("torn line was acted on: %d entries, offset %d", len(f.entries), f.cursor.Offset)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "the completed line", func() bool {
+		f, _ := s.file(path)
+		return len(f.entries) == len(sess.Lines)
+	})
+	f, _ := s.file(path)
+	e := f.entries[len(f.entries)-1]
+	if e.ID != "bigline1" || e.Length != len(line) || len(e.Thinking) != 1 || f.cursor.Offset != int64(len(sess.Data)+len(line)) {
+		t.Errorf("entry %+v cursor %+v", e, f.cursor)
+	}
+	if len(s.errs) != 0 {
+		t.Errorf("ingest errors: %+v", s.errs)
+	}
+}
+
+func TestRewrittenShorter(t *testing.T) {
+	_, root := sessionsRoot(t)
+	long := pisession.Generate(pisession.Options{Seed: 13, Turns: 12})
+	path := writeSession(t, filepath.Join(root, "--p--"), long)
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "initial ingest", func() bool { return s.entriesMatch(path, long) })
+
+	short := pisession.Generate(pisession.Options{Seed: 14, Turns: 2})
+	if len(short.Data) >= len(long.Data) {
+		t.Fatal("test needs a shorter session")
+	}
+	if err := pisession.RewriteInPlace(path, short.Data); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "re-ingest of the shorter file", func() bool { return s.entriesMatch(path, short) })
+	if !slices.Contains(s.kinds(path), Rewritten) {
+		t.Errorf("kinds = %v, want a Rewritten batch", s.kinds(path))
+	}
+}
+
+func TestV1MigratedInPlace(t *testing.T) {
+	_, root := sessionsRoot(t)
+	v1 := pisession.Generate(pisession.Options{Seed: 15, Version: 1, Turns: 15})
+	path := writeSession(t, filepath.Join(root, "--p--"), v1)
+	ino := inode(t, path)
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "v1 ingest", func() bool { return s.entriesMatch(path, v1) })
+	f, _ := s.file(path)
+	if f.header.Version != 1 || f.entries[1].ParentID != f.entries[0].ID {
+		t.Fatalf("v1 header %+v, first entries %+v", f.header, f.entries[:2])
+	}
+
+	v3 := v1.Migrated(99)
+	if len(v3.Data) <= len(v1.Data) {
+		t.Fatal("a migrated file is longer")
+	}
+	if err := pisession.RewriteInPlace(path, v3.Data); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, path) != ino {
+		t.Fatal("rewrite changed the inode")
+	}
+	s.waitFor(t, "re-ingest of the migrated file", func() bool { return s.entriesMatch(path, v3) })
+	f, _ = s.file(path)
+	if f.header.Version != 3 {
+		t.Errorf("header %+v", f.header)
+	}
+	ks := s.kinds(path)
+	if !slices.Contains(ks, Rewritten) || slices.Contains(ks, Removed) {
+		t.Errorf("kinds = %v, want Rewritten and no Removed", ks)
+	}
+}
+
+func TestThousandFiles(t *testing.T) {
+	_, root := sessionsRoot(t)
+	var paths []string
+	var sessions []*pisession.Session
+	for i := 0; i < 1000; i++ {
+		sess := pisession.Generate(pisession.Options{Seed: uint64(1000 + i), Turns: 1, Plain: true, ToolResultBytes: 100})
+		paths = append(paths, writeSession(t, filepath.Join(root, fmt.Sprintf("--proj%02d--", i%20)), sess))
+		sessions = append(sessions, sess)
+	}
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "1000 files", func() bool {
+		s.mu.Lock()
+		n := len(s.files)
+		s.mu.Unlock()
+		return n == 1000
+	})
+	for i, p := range paths {
+		if !s.entriesMatch(p, sessions[i]) {
+			t.Fatalf("file %d not ingested exactly", i)
+		}
+	}
+}
+
+func TestDirectoryCreatedAfterStart(t *testing.T) {
+	agent := t.TempDir()
+	root := filepath.Join(agent, "sessions") // does not exist yet
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: time.Hour}, nil, s, nil)
+
+	a := pisession.Generate(pisession.Options{Seed: 21, Turns: 2})
+	pa := writeSession(t, filepath.Join(root, "--first--"), a) // creates sessions/ and the project dir
+	s.waitFor(t, "file in a new root", func() bool { return s.entriesMatch(pa, a) })
+
+	b := pisession.Generate(pisession.Options{Seed: 22, Turns: 2})
+	pb := writeSession(t, filepath.Join(root, "--second--", "nested"), b)
+	s.waitFor(t, "file in a new project dir", func() bool { return s.entriesMatch(pb, b) })
+}
+
+func TestMalformedLineInTheMiddle(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 23, Turns: 4})
+	mid := sess.Offsets[len(sess.Offsets)/2]
+	data := slices.Concat(sess.Data[:mid], []byte("{\"type\":\"message\",\"id\":\"brok\n"), sess.Data[mid:])
+	dir := filepath.Join(root, "--p--")
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "x.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "ingest", func() bool {
+		f, ok := s.file(path)
+		return ok && f.cursor.Offset == int64(len(data))
+	})
+	f, _ := s.file(path)
+	if len(f.entries) != len(sess.Lines)-1 {
+		t.Errorf("%d entries, want %d", len(f.entries), len(sess.Lines)-1)
+	}
+	badLine := len(sess.Offsets)/2 + 1
+	if len(s.errs) != 1 || s.errs[0].Line != badLine || s.errs[0].Offset != int64(mid) || s.errs[0].Path != path {
+		t.Errorf("errors %+v, want one at line %d", s.errs, badLine)
+	}
+	for i, e := range f.entries {
+		if e.ID != sess.Lines[i+1].ID {
+			t.Fatalf("entry %d is %s, want %s", i, e.ID, sess.Lines[i+1].ID)
+		}
+	}
+}
+
+// A sink that fails part-way through a large file: the cursor stays at the
+// last committed batch, and a restart from the saved cursors resumes there
+// without re-delivering committed bytes or losing any.
+func TestRestartMidIngest(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 24, TargetBytes: 600_000})
+	path := writeSession(t, filepath.Join(root, "--p--"), sess)
+	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}, MaxBatchBytes: 64 << 10, RetryMin: time.Hour}
+
+	s := newStore()
+	var calls int
+	s.fail = func(b Batch) error {
+		calls++
+		if calls == 4 {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	r := start(t, cfg, nil, s, nil)
+	s.waitFor(t, "three committed batches", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return calls >= 4
+	})
+	r.stop(t)
+	f, _ := s.file(path)
+	if len(s.batches) != 3 || f.cursor.Offset == 0 || f.cursor.Offset >= int64(len(sess.Data)) {
+		t.Fatalf("%d batches, cursor %d of %d", len(s.batches), f.cursor.Offset, len(sess.Data))
+	}
+	saved := s.cursors()
+
+	// Restart: a fresh watcher with the saved cursors and a healthy sink.
+	s.fail = nil
+	start(t, cfg, saved, s, nil)
+	s.waitFor(t, "resumed ingest", func() bool { return s.entriesMatch(path, sess) })
+	for _, k := range s.kinds(path)[3:] {
+		if k != Grew {
+			t.Fatalf("after restart got %v, want only Grew (kinds %v)", k, s.kinds(path))
+		}
+	}
+}
+
+func TestSinkErrorIsRetried(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 25, Turns: 3})
+	path := writeSession(t, filepath.Join(root, "--p--"), sess)
+	s := newStore()
+	failures := 0
+	s.fail = func(b Batch) error {
+		if failures < 2 {
+			failures++
+			return errors.New("database is locked")
+		}
+		return nil
+	}
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, RetryMin: 10 * time.Millisecond, Rescan: time.Hour}, nil, s, nil)
+	s.waitFor(t, "ingest after retries", func() bool { return s.entriesMatch(path, sess) })
+	if got := s.kinds(path); len(got) != 1 || got[0] != Found {
+		t.Errorf("kinds = %v", got)
+	}
+}
+
+func TestDeletionAndReplacement(t *testing.T) {
+	_, root := sessionsRoot(t)
+	dir := filepath.Join(root, "--p--")
+	a := pisession.Generate(pisession.Options{Seed: 26, Turns: 2})
+	pa := writeSession(t, dir, a)
+	b := pisession.Generate(pisession.Options{Seed: 27, Turns: 2})
+	pb := writeSession(t, dir, b)
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "ingest", func() bool { return s.entriesMatch(pa, a) && s.entriesMatch(pb, b) })
+	ida, _ := s.file(pa)
+
+	if err := os.Remove(pa); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "removal", func() bool { _, ok := s.file(pa); return !ok })
+	last := s.batches[len(s.batches)-1]
+	if last.Kind != Removed || last.Cursor.ID != ida.cursor.ID {
+		t.Errorf("last batch %+v", last)
+	}
+
+	// Replace b by another file renamed over it (a new inode).
+	c := pisession.Generate(pisession.Options{Seed: 28, Turns: 3})
+	tmp := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := c.WriteFile(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, pb); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "replacement", func() bool { return s.entriesMatch(pb, c) })
+	ks := s.kinds(pb)
+	if len(ks) < 3 || ks[len(ks)-2] != Removed || ks[len(ks)-1] != Found {
+		t.Errorf("kinds = %v, want ... Removed, Found", ks)
+	}
+}
+
+func TestMissedEventCaughtByRescan(t *testing.T) {
+	_, root := sessionsRoot(t)
+	dir := filepath.Join(root, "--p--")
+	sess := pisession.Generate(pisession.Options{Seed: 29, Turns: 2})
+	path := writeSession(t, dir, sess)
+	s := newStore()
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: 200 * time.Millisecond}, nil, s, nil)
+	s.waitFor(t, "ingest", func() bool { return s.entriesMatch(path, sess) })
+
+	// Lose the directory's watch, as an overflowed queue or a full watch
+	// table would: only the rescan can find the append.
+	r.w.fsw.Remove(dir)
+	line := pisession.UserLine("late0001", sess.Lines[len(sess.Lines)-1].ID, "missed?", time.Now())
+	if err := pisession.AppendLine(path, line); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "rescan", func() bool {
+		f, _ := s.file(path)
+		return len(f.entries) == len(sess.Lines)
+	})
+}
+
+func TestFollowExtraFile(t *testing.T) {
+	_, root := sessionsRoot(t)
+	elsewhere := t.TempDir()
+	sess := pisession.Generate(pisession.Options{Seed: 30, Turns: 2})
+	path := writeSession(t, elsewhere, sess)
+	other := writeSession(t, elsewhere, pisession.Generate(pisession.Options{Seed: 31, Turns: 1}))
+	s := newStore()
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	if err := r.w.Follow(path); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "followed file", func() bool { return s.entriesMatch(path, sess) })
+	line := pisession.UserLine("more0001", sess.Lines[len(sess.Lines)-1].ID, "more", time.Now())
+	if err := pisession.AppendLine(path, line); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "append to followed file", func() bool {
+		f, _ := s.file(path)
+		return len(f.entries) == len(sess.Lines)
+	})
+	if _, ok := s.file(other); ok {
+		t.Error("a file next to the followed one was ingested")
+	}
+}
+
+func TestNotASessionFileIsFollowedUntilRewritten(t *testing.T) {
+	_, root := sessionsRoot(t)
+	dir := filepath.Join(root, "--p--")
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "junk.jsonl")
+	if err := os.WriteFile(path, []byte("{\"hello\":1}\n{\"type\":\"message\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	s.waitFor(t, "junk file", func() bool { f, ok := s.file(path); return ok && f.cursor.Offset > 0 })
+	f, _ := s.file(path)
+	if f.header != nil || len(f.entries) != 0 || len(s.errs) != 1 || s.errs[0].Line != 1 {
+		t.Fatalf("header %v entries %v errors %+v", f.header, f.entries, s.errs)
+	}
+	// pi re-initialises the file with a fresh header: now it is a session.
+	sess := pisession.Generate(pisession.Options{Seed: 32, Turns: 1})
+	if err := pisession.RewriteInPlace(path, sess.Data); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "re-initialised file", func() bool { return s.entriesMatch(path, sess) })
+}
