@@ -4,6 +4,8 @@ import type { BinderySettings } from "./settings.js";
 import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage } from "./wire.js";
 
 export const STATUS_KEY = "bindery";
+/** customType of the session entry that remembers drop_block for a session across pi runs. */
+export const ENTRY_TYPE = "bindery-drop-block";
 export const DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01";
 
 /** bindery's compile answer (api.md), the fields this extension reads. */
@@ -81,8 +83,11 @@ export class BinderyBridge {
   constructor(
     readonly settings: BinderySettings,
     private readonly reporter: Reporter = piReporter,
-    /** Called when a session turns drop_block on; installs the beta header (index.ts). */
-    private readonly onDropBlock: () => void = () => {},
+    /**
+     * Called when a session turns drop_block on (index.ts installs the beta header and
+     * records it in the session with pi.appendEntry, so a resumed session keeps it).
+     */
+    private readonly onDropBlock: (persist: boolean) => void = () => {},
   ) {
     this.client = new BinderyClient(settings.socketPath);
   }
@@ -103,6 +108,10 @@ export class BinderyBridge {
     if (!this.session || this.session.id !== id) {
       this.session = { id, stripped: new Set(), kept: 0, dropBlock: false };
       this.pending = undefined;
+      if (this.settings.dropBlock && recordedDropBlock(ctx)) {
+        this.session.dropBlock = true;
+        this.onDropBlock(false);
+      }
     }
     return this.session;
   }
@@ -258,7 +267,7 @@ export class BinderyBridge {
     let extra = "";
     if (this.settings.dropBlock && this.routeAcceptsDropBlock(ctx.model) && !session.dropBlock) {
       session.dropBlock = true;
-      this.onDropBlock();
+      this.onDropBlock(true);
       extra = ' From now on this session sends prefix_mismatch_behavior "drop_block".';
     }
     this.reporter.notify(
@@ -286,6 +295,16 @@ export class BinderyBridge {
   sessionStart(ctx: PiContext): void {
     this.sessionFor(ctx);
     this.showStatus(ctx);
+  }
+}
+
+/** Whether this session's file records that drop_block was turned on (an earlier pi run). */
+function recordedDropBlock(ctx: PiContext): boolean {
+  try {
+    const entries = ctx.sessionManager.getEntries?.() ?? [];
+    return entries.some((e) => e.type === "custom" && e.customType === ENTRY_TYPE && (e.data as { dropBlock?: unknown })?.dropBlock === true);
+  } catch {
+    return false;
   }
 }
 

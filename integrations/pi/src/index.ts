@@ -14,14 +14,17 @@
  *   "error"), POST /v1/release with the path the provider named.
  * - session_start: reset the per-session footer counters.
  */
-import { BinderyBridge, STATUS_KEY, piReporter } from "./bridge.js";
+import { BinderyBridge, ENTRY_TYPE, STATUS_KEY, piReporter } from "./bridge.js";
 import { installDropBlockHeader } from "./beta-header.js";
 import type { PiContext, PiExtensionAPI } from "./pi-types.js";
 import { loadSettings } from "./settings.js";
 
 export default function bindery(pi: PiExtensionAPI): void {
   const { settings, warnings } = loadSettings(process.cwd());
-  const bridge = new BinderyBridge(settings, piReporter, installDropBlockHeader);
+  const bridge = new BinderyBridge(settings, piReporter, (persist) => {
+    installDropBlockHeader();
+    if (persist) pi.appendEntry(ENTRY_TYPE, { dropBlock: true });
+  });
   let warned = false;
 
   pi.on("session_start", (_event: unknown, ctx: PiContext) => {

@@ -53,6 +53,8 @@ export interface PiSessionManager {
   getSessionId(): string;
   getLeafId(): string | null;
   getSessionFile(): string | undefined;
+  /** Every entry of the session file (all branches), in file order. */
+  getEntries?(): { type: string; customType?: string; data?: unknown }[];
 }
 
 export interface PiUI {
@@ -72,4 +74,6 @@ export type PiHandler<E> = (event: E, ctx: PiContext) => unknown | Promise<unkno
 
 export interface PiExtensionAPI {
   on(event: string, handler: PiHandler<any>): void;
+  /** Appends a `custom` entry (never sent to the model) to the session file. */
+  appendEntry(customType: string, data?: unknown): void;
 }

@@ -199,6 +199,28 @@ test("dropBlock on: after a refusal, the session's requests carry drop_block on 
   assert.equal(other.thinking.block_binding, undefined);
 });
 
+test("drop_block is remembered in the session: persisted when turned on, restored on resume", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const persisted: boolean[] = [];
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath, { dropBlock: true }), uiReporter, (p) => persisted.push(p));
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  await b.messageEnd({ role: "assistant", content: [], stopReason: "error", errorMessage: BOUND_400 }, ctx);
+  assert.deepEqual(persisted, [true]);
+  // A later pi run resumes the session: the entry pi.appendEntry wrote is in the file.
+  const resumed = new FakeCtx();
+  resumed.entries = [{ type: "custom", customType: "bindery-drop-block", data: { dropBlock: true } }];
+  const b2 = new BinderyBridge(settingsFor(d.socketPath, { dropBlock: true }), uiReporter, (p) => persisted.push(p));
+  const out = (await b2.beforeProviderRequest(samplePayload(), resumed)) as any;
+  assert.deepEqual(out.thinking.block_binding, { prefix_mismatch_behavior: "drop_block" });
+  assert.deepEqual(persisted, [true, false]); // header installed, nothing appended twice
+  // With the setting turned off since, the record is ignored.
+  const b3 = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const off = (await b3.beforeProviderRequest(samplePayload(), resumed)) as any;
+  assert.equal(off.thinking.block_binding, undefined);
+});
+
 test("dropBlock is never sent on routes that may refuse the field", () => {
   const b = new BinderyBridge(settingsFor("/x", { dropBlock: true, dropBlockHosts: ["proxy.local"] }), uiReporter);
   assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "anthropic-messages", baseUrl: "https://api.anthropic.com" }), true);

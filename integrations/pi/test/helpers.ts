@@ -15,7 +15,9 @@ export class FakeCtx implements PiContext {
     notify: (message: string, type?: "info" | "warning" | "error") => void this.notes.push({ message, type }),
     setStatus: (_key: string, text: string | undefined) => void this.statuses.push(text),
   };
+  entries: { type: string; customType?: string; data?: unknown }[] = [];
   sessionManager = {
+    getEntries: () => this.entries,
     getSessionId: () => this.sessionId,
     getLeafId: () => this.leaf,
     getSessionFile: () => this.file,
