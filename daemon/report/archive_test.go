@@ -216,7 +216,7 @@ func TestSVGChart(t *testing.T) {
 	for k, v := range want {
 		eq(t, k, got[k], v)
 	}
-	for _, label := range []string{"request on the current branch", "tokens", "cache read", "cache write", "bindery strip", "cache break"} {
+	for _, label := range []string{"request on the current branch", "cache read (tokens)", "cache write (tokens)", "cache read", "cache write", "bindery strip", "cache break"} {
 		if !bytes.Contains(svg, []byte(">"+label+"<")) {
 			t.Errorf("SVG lacks label %q", label)
 		}
