@@ -7,7 +7,7 @@ import (
 
 // FormatVersion changes whenever a Summary's meaning changes: summaries
 // cached under another version are recomputed.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Figures are the mergeable totals of one session or of many. Every field
 // is a sum or an exact histogram, so the figures of an archive are the
@@ -59,6 +59,9 @@ type Cycles struct {
 	Lengths Histogram `json:"lengths"`
 	Over16  int       `json:"over16"`  // cycles longer than 16 turns (pi-condense's old strip window)
 	Over130 int       `json:"over130"` // cycles longer than 130 turns (the seed's strip break-even)
+	// MaxThinking is the most thinking (estimated tokens) any one cycle
+	// produced: what a cycle that is never closed keeps resident.
+	MaxThinking int64 `json:"maxThinking"`
 
 	Median int `json:"median"` // nearest-rank median length (derived)
 	P90    int `json:"p90"`    // nearest-rank 90th percentile length (derived)
@@ -265,6 +268,7 @@ func (f *Figures) Merge(o Figures) {
 	c.Open += o.Cycles.Open
 	c.Over16 += o.Cycles.Over16
 	c.Over130 += o.Cycles.Over130
+	c.MaxThinking = max(c.MaxThinking, o.Cycles.MaxThinking)
 	if len(o.Cycles.Lengths) > 0 && c.Lengths == nil {
 		c.Lengths = Histogram{}
 	}

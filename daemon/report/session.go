@@ -398,6 +398,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		if n > 130 {
 			c.Over130++
 		}
+		c.MaxThinking = max(c.MaxThinking, volumes[i].Tokens)
 		if i == len(lengths)-1 {
 			c.Open++
 			f.Thinking.Open.add(volumes[i])

@@ -76,6 +76,8 @@ func TestHandSession(t *testing.T) {
 	eq(t, "median", c.Median, 1)
 	eq(t, "p90", c.P90, 3)
 	eq(t, "over16", c.Over16, 0)
+	// Thinking per cycle: 150, 26, 10.
+	eq(t, "max thinking", c.MaxThinking, int64(150))
 
 	// Thinking volume: closed cycles hold m1 (100) m2 (50) m5 (25+1):
 	// 4 blocks, 176 tokens; the open cycle m7's 10 tokens.

@@ -34,7 +34,7 @@ func Text(r Report) string {
 	}
 	c := f.Cycles
 	row("cycles", "%d (%d closed, %d open); length median %d, p90 %d turns", c.Count, c.Closed, c.Open, c.Median, c.P90)
-	row("", "> 16 turns: %d (%s); > 130 turns: %d (%s)", c.Over16, pct(c.Over16, c.Count), c.Over130, pct(c.Over130, c.Count))
+	row("", "> 16 turns: %d (%s); > 130 turns: %d (%s); most thinking in one cycle ~%s tok", c.Over16, pct(c.Over16, c.Count), c.Over130, pct(c.Over130, c.Count), tok(c.MaxThinking))
 	t := f.Thinking
 	row("thinking", "closed cycles %d blocks ~%s tok; open cycle %d blocks ~%s tok", t.Closed.Blocks, tok(t.Closed.Tokens), t.Open.Blocks, tok(t.Open.Tokens))
 	row("", "in prompts: billed ~%s tok (%.1f%% of prompt tokens), dropped free ~%s tok", tok(t.Billed), 100*t.Share, tok(t.Free))
