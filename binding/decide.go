@@ -139,7 +139,7 @@ type tblock struct {
 	signed   bool
 	dup      bool // an earlier block of the request has the same key
 	tokens   int
-	hostPrev Digest // key of the previous signed thinking block in the request (assumed predecessor without a stamp)
+	hostPrev Digest // assumed predecessor without a stamp (see verdicts)
 
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
 	reason     Reason // "" while valid
@@ -201,7 +201,6 @@ type decider struct {
 func (d *decider) collect() {
 	d.latest = -1
 	seen := map[Digest]bool{}
-	var prev Digest
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
 		if m.Role == "assistant" {
@@ -212,11 +211,10 @@ func (d *decider) collect() {
 			if !isThinking(b.Kind) {
 				continue
 			}
-			t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, hostPrev: prev, chain: b.Chain}
+			t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, chain: b.Chain}
 			if b.Signed {
 				t.dup = seen[b.Key]
 				seen[b.Key] = true
-				prev = b.Key
 			}
 			d.tb = append(d.tb, t)
 		}
@@ -397,9 +395,19 @@ func (d *decider) attributeMessage(from, to int) {
 
 // verdicts gives every thinking block its individual verdict (binding.md
 // steps 1 to 7).
+//
+// A block without a stamp (only valid when the conversation is not engaged
+// or the target does not bind) is assumed to have been minted reading the
+// previous signed thinking block of the request that the branch has not
+// released (decision: a block released by signature or by bindery was not
+// sent after its release, so a block minted later read the one before it;
+// a 400's release takes every later block with it), skipping blocks the
+// target cannot read (the model never read them).
 func (d *decider) verdicts() {
+	var prev Digest
 	for i := range d.tb {
 		t := &d.tb[i]
+		t.hostPrev = prev
 		t.reason, t.kept, t.unreadable, t.stamped = "", false, false, false
 		t.pred = t.hostPrev
 		st, ok := d.stamp(t.key)
@@ -427,6 +435,9 @@ func (d *decider) verdicts() {
 			t.reason = ReasonPrefixChanged
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
+		}
+		if t.signed && !t.dup && !t.unreadable && !d.in.Released[t.key] {
+			prev = t.key
 		}
 	}
 }

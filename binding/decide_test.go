@@ -542,3 +542,18 @@ func maps(m map[Digest]Stamp) map[Digest]Stamp {
 	}
 	return o
 }
+
+func TestUnstampedPredecessorAssumption(t *testing.T) {
+	// Before engagement nothing is stamped: a block is assumed to have read
+	// the previous block the branch has not released (decision; a block
+	// released by signature was not sent after its release).
+	s := newSim(t)
+	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4")}
+	s.rel["main"] = map[Digest]bool{key("B"): true}
+	req, _ := ParseRequest(body(opus55, "sys", h))
+	c, _ := Compile(CompileInput{ID: "x", Request: req, Released: s.rel["main"]})
+	expectStrips(t, c, "messages.3.content.0 released")
+	if !slices.Equal(c.Kept, []Digest{key("A"), key("C")}) {
+		t.Fatalf("kept %v", c.Kept)
+	}
+}
