@@ -12,8 +12,9 @@ import (
 type Parser struct {
 	c       canon
 	scratch []byte
-	blocks  []Block // the current request's blocks (owned by the Request)
-	bstart  []int   // per message: index of its first block in blocks, or -1
+	blocks  []Block      // the current request's blocks (owned by the Request)
+	bstart  []int        // per message: index of its first block in blocks, or -1
+	memoOf  []*memoEntry // per message: its memo entry, if any
 	msgs    []Message
 
 	// trace, when set (tests only), sees every framed canonical form:
@@ -51,6 +52,8 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
+	clear(p.memoOf)
+	p.memoOf = p.memoOf[:0]
 	r := &Request{}
 	c.ws()
 	if c.pos >= len(body) {
@@ -172,7 +175,24 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 	h := ChainStart()
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		h = m.StepFrom(h, func(j int, before Digest) { m.Blocks[j].Chain = before })
+		e := p.memoOf[i]
+		if e != nil && e.chained && e.prev == h {
+			// Same bytes after the same chain: same chain values.
+			for j := range m.Blocks {
+				m.Blocks[j].Chain = e.chains[j]
+			}
+			h = e.end
+		} else {
+			prev := h
+			h = m.StepFrom(h, func(j int, before Digest) { m.Blocks[j].Chain = before })
+			if e != nil {
+				e.chained, e.prev, e.end = true, prev, h
+				e.chains = e.chains[:0]
+				for j := range m.Blocks {
+					e.chains = append(e.chains, m.Blocks[j].Chain)
+				}
+			}
+		}
 		m.End = h
 	}
 	p.blocks, p.msgs = nil, nil
@@ -298,16 +318,19 @@ func (p *Parser) messages() error {
 		c.ws()
 		if e := p.Memo.lookup(c.in, c.pos); e != nil {
 			p.msgs = append(p.msgs, p.fromMemo(e))
+			p.memoOf = append(p.memoOf, e)
 		} else {
 			first := len(p.blocks)
 			m, err := p.message()
 			if err != nil {
 				return err
 			}
+			var e *memoEntry
 			if p.Memo != nil {
-				p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
+				e = p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
 			}
 			p.msgs = append(p.msgs, m)
+			p.memoOf = append(p.memoOf, e)
 		}
 		c.ws()
 		if c.pos >= len(c.in) {

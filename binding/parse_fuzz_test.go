@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // dupKeyOracle reports a duplicate key anywhere in a valid JSON document as
@@ -168,6 +169,36 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if k != len(r2.Messages) {
 			t.Fatalf("%d messages after rewrite, want %d", len(r2.Messages), k)
+		}
+	})
+}
+
+// FuzzCanonical checks Canonical against the independent encoding/json
+// based reference (refCanonical) wherever the decoded value is unambiguous
+// (valid UTF-8, no surrogate escapes, no duplicate keys), and against
+// json.Valid everywhere.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1.0,"\u00e9\n",{"d":null,"c":true}]}`, `"\u2028<&>"`, `[1e2,-0,0.5]`, `{"😀":1,"｡":2}`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Canonical(nil, in)
+		if (err == nil) != json.Valid(in) && !errors.Is(err, ErrDuplicateKey) {
+			t.Fatalf("Canonical err=%v, json.Valid=%v for %q", err, json.Valid(in), in)
+		}
+		if err != nil || !utf8.Valid(in) || bytes.Contains(bytes.ToLower(in), []byte(`\ud`)) {
+			return
+		}
+		want, rerr := refCanonical(in)
+		if rerr != nil {
+			t.Fatalf("reference refused %q: %v", in, rerr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Canonical(%q)\n got %q\nwant %q", in, got, want)
+		}
+		again, err := Canonical(nil, got)
+		if err != nil || !bytes.Equal(again, got) {
+			t.Fatalf("canonical form is not a fixed point: %q -> %q (%v)", got, again, err)
 		}
 	})
 }

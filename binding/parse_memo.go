@@ -38,6 +38,12 @@ type memoEntry struct {
 	blocks []Block // spans relative to the element's start; Chain unset
 	array  bool    // content was an array (blocks may be empty)
 	used   uint64
+
+	// The chain values of the last parse that used this entry: after the
+	// chain prev, the message's blocks see chains and it ends at end.
+	chained   bool
+	prev, end Digest
+	chains    []Digest
 }
 
 // Stats reports the hits and misses of the memo's lookups so far.
@@ -64,9 +70,11 @@ func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 	return nil
 }
 
-func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) {
+// add remembers a freshly parsed message and returns its entry (nil when
+// it is too short to remember).
+func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) *memoEntry {
 	if len(raw) < memoKeyLen || raw[0] != '{' {
-		return
+		return nil
 	}
 	if m.entries == nil {
 		m.entries = make(map[string][]*memoEntry)
@@ -84,6 +92,7 @@ func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) {
 	k := string(raw[:memoKeyLen])
 	m.entries[k] = append(m.entries[k], e)
 	m.size += len(raw)
+	return e
 }
 
 // endParse bounds the memo after a parse.
