@@ -64,12 +64,22 @@ func SessionReport(s Session, prices *Prices) Report {
 // looks at entries.
 func ArchiveReport(sums []Summary, prices *Prices) Report {
 	var f Figures
-	var breaks []Break
+	// Keep only the costliest breaks: sort a bounded buffer whenever it
+	// fills, so the cost stays linear in the number of breaks.
+	breaks := make([]Break, 0, 2*MaxArchiveBreaks)
+	total := 0
 	lines := make([]SessionLine, 0, len(sums))
 	for i := range sums {
 		s := &sums[i]
 		f.Merge(s.Figures)
-		breaks = append(breaks, s.Breaks...)
+		for _, b := range s.Breaks {
+			total++
+			breaks = append(breaks, b)
+			if len(breaks) == cap(breaks) {
+				sortBreaks(breaks)
+				breaks = breaks[:MaxArchiveBreaks]
+			}
+		}
 		sf := s.Figures
 		lines = append(lines, SessionLine{
 			Session: s.Session, Model: s.Model, Last: s.Last,
@@ -80,14 +90,10 @@ func ArchiveReport(sums []Summary, prices *Prices) Report {
 	}
 	f.Finish()
 	sortBreaks(breaks)
-	omitted := 0
 	if len(breaks) > MaxArchiveBreaks {
-		omitted = len(breaks) - MaxArchiveBreaks
 		breaks = breaks[:MaxArchiveBreaks]
 	}
-	if breaks == nil {
-		breaks = []Break{}
-	}
+	omitted := total - len(breaks)
 	sortLines(lines)
 	return Report{
 		Version: FormatVersion, Scope: "archive",
