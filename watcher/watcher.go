@@ -99,7 +99,8 @@ type Watcher struct {
 	degraded bool
 	rd       *reader
 
-	afterVisit func(path string) // test hook: a file was brought up to date (or failed)
+	lastPublish time.Time
+	afterVisit  func(path string) // test hook: a file was brought up to date (or failed)
 }
 
 type fileState struct {
@@ -109,6 +110,7 @@ type fileState struct {
 	// seen is the stat of the file when it was last read to EOF: a rescan
 	// skips a file whose stat has not changed since.
 	seen     statKey
+	size     int64 // size at the last look
 	failures int
 	retryAt  time.Time
 }
@@ -127,6 +129,10 @@ type Status struct {
 	Degraded   bool      // fsnotify unavailable or at its limit: rescans only
 	LastRescan time.Time // end of the last full rescan
 	Pending    int       // files waiting for a retry after an error
+	// Bytes is the size of the followed files when last looked at, and
+	// Ingested the part of it the sink has committed: Ingested/Bytes is the
+	// progress of a first ingest, Bytes-Ingested the lag.
+	Bytes, Ingested int64
 }
 
 // New returns a Watcher for cfg that resumes from saved, the cursors the sink
@@ -290,12 +296,17 @@ func (w *Watcher) nextRetry() (time.Time, bool) {
 
 func (w *Watcher) publishStatus() {
 	pending := 0
+	var size, ingested int64
 	for _, st := range w.files {
 		if !st.retryAt.IsZero() {
 			pending++
 		}
+		size += max(st.size, st.cur.Offset)
+		ingested += st.cur.Offset
 	}
+	w.lastPublish = time.Now()
 	w.mu.Lock()
+	w.status.Bytes, w.status.Ingested = size, ingested
 	w.status.Files = len(w.files)
 	w.status.Watches = len(w.watches)
 	w.status.Degraded = w.degraded
@@ -426,6 +437,12 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 	paths := make([]string, 0, len(found))
 	for p := range found {
 		paths = append(paths, p)
+		if st := w.files[p]; st == nil {
+			// Size the backlog before reading, so progress is known early.
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				w.files[p] = &fileState{cur: Cursor{Path: p, ID: fileID(fi)}, size: fi.Size()}
+			}
+		}
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
@@ -433,6 +450,9 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 			return
 		}
 		w.visitFile(ctx, p, sink)
+		if time.Since(w.lastPublish) > 100*time.Millisecond {
+			w.publishStatus()
+		}
 	}
 	w.mu.Lock()
 	w.status.LastRescan = time.Now()
@@ -469,6 +489,9 @@ func (w *Watcher) scanDir(dir string, recursive bool, found map[string]struct{})
 func (w *Watcher) visit(ctx context.Context, path string, sink Sink) {
 	fi, err := os.Lstat(path)
 	if err == nil && fi.IsDir() {
+		// The event may be a directory deleted and created again: inotify
+		// dropped the old watch, so add it afresh.
+		delete(w.watches, path)
 		if w.dirWanted(path) {
 			found := make(map[string]struct{})
 			w.scanDir(path, w.recursiveAt(path), found)
@@ -588,6 +611,9 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		return nil
 	}
 	key := statKey{id: fileID(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st != nil {
+		st.size = key.size
+	}
 
 	if st != nil && st.found && st.cur.ID != key.id && st.cur.ID != (FileID{}) {
 		// Another file now lives at this path (deleted and recreated, or
@@ -599,7 +625,7 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		delete(w.files, path)
 	}
 	if st == nil {
-		st = &fileState{cur: Cursor{Path: path, ID: key.id}}
+		st = &fileState{cur: Cursor{Path: path, ID: key.id}, size: key.size}
 		w.files[path] = st
 	}
 	if st.found && st.seen == key {

@@ -367,18 +367,24 @@ func TestThousandFiles(t *testing.T) {
 		sessions = append(sessions, sess)
 	}
 	s := newStore()
-	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
 	s.waitFor(t, "1000 files", func() bool {
 		s.mu.Lock()
 		n := len(s.files)
 		s.mu.Unlock()
 		return n == 1000
 	})
+	var total int64
 	for i, p := range paths {
 		if !s.entriesMatch(p, sessions[i]) {
 			t.Fatalf("file %d not ingested exactly", i)
 		}
+		total += int64(len(sessions[i].Data))
 	}
+	s.waitFor(t, "status", func() bool {
+		st := r.w.Status()
+		return st.Files == 1000 && st.Bytes == total && st.Ingested == total && st.Watches == 21 && !st.Degraded
+	})
 }
 
 func TestDirectoryCreatedAfterStart(t *testing.T) {
@@ -595,4 +601,8 @@ func TestNotASessionFileIsFollowedUntilRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "re-initialised file", func() bool { return s.entriesMatch(path, sess) })
+}
+
+func genSession(seed uint64) *pisession.Session {
+	return pisession.Generate(pisession.Options{Seed: seed, Turns: 2})
 }

@@ -1,0 +1,130 @@
+package watcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/my-pi/bindery/watcher/pisession"
+)
+
+// archive is a generated ~100 MB archive of pi sessions (v3 and v1, 2 MB
+// each), built once per test binary run.
+var archive = sync.OnceValue(func() [][]byte {
+	const total = 100 << 20
+	var files [][]byte
+	size := 0
+	for i := 0; size < total; i++ {
+		var b bytes.Buffer
+		v := 3
+		if i%5 == 4 {
+			v = 1
+		}
+		pisession.Write(&b, pisession.Options{Seed: uint64(i), Version: v, TargetBytes: 2 << 20})
+		files = append(files, b.Bytes())
+		size += b.Len()
+	}
+	return files
+})
+
+func archiveBytes(files [][]byte) int64 {
+	var n int64
+	for _, f := range files {
+		n += int64(len(f))
+	}
+	return n
+}
+
+// BenchmarkColdIngestParse parses every line of the archive into entries,
+// as a cold ingest does (no SQLite): compare its MB/s with
+// BenchmarkColdIngestJSONValid, the floor of any pass that reads every byte.
+func BenchmarkColdIngestParse(b *testing.B) {
+	files := archive()
+	b.SetBytes(archiveBytes(files))
+	b.ReportAllocs()
+	entries := 0
+	for b.Loop() {
+		entries = 0
+		for _, data := range files {
+			p := NewParser("/bench.jsonl")
+			off := 0
+			for off < len(data) {
+				nl := bytes.IndexByte(data[off:], '\n')
+				line := data[off : off+nl+1]
+				if res := p.Line(line, int64(off)); res.Entry != nil {
+					entries++
+				}
+				off += nl + 1
+			}
+		}
+	}
+	b.ReportMetric(float64(entries), "entries")
+}
+
+// BenchmarkColdIngestJSONValid is json.Valid over the same lines.
+func BenchmarkColdIngestJSONValid(b *testing.B) {
+	files := archive()
+	b.SetBytes(archiveBytes(files))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, data := range files {
+			off := 0
+			for off < len(data) {
+				nl := bytes.IndexByte(data[off:], '\n')
+				if !json.Valid(data[off : off+nl]) {
+					b.Fatal("invalid line")
+				}
+				off += nl + 1
+			}
+		}
+	}
+}
+
+// BenchmarkColdIngestFiles reads the archive from files (page cache) through
+// the watcher's reader, batches and cursor checks included, with a sink that
+// does nothing: everything a cold ingest costs except the database.
+func BenchmarkColdIngestFiles(b *testing.B) {
+	files := archive()
+	dir := b.TempDir()
+	var paths []string
+	for i, data := range files {
+		p := filepath.Join(dir, "s"+itoa(i)+".jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	b.SetBytes(archiveBytes(files))
+	b.ReportAllocs()
+	for b.Loop() {
+		rd := newReader(readChunk, 64<<20, 4<<20)
+		for _, p := range paths {
+			f, err := os.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cur, chk := Cursor{Path: p}, fileCheck{}
+			var tail []byte
+			for {
+				_, next, nextChk, eof, err := rd.readBatch(f, cur, chk, tail)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if next.Offset == cur.Offset {
+					break
+				}
+				cur, chk, tail = next, nextChk, rd.tail.buf
+				if eof {
+					break
+				}
+			}
+			f.Close()
+			if cur.Offset != int64(len(files[0])) && cur.Offset == 0 {
+				b.Fatal("nothing read")
+			}
+		}
+	}
+}
