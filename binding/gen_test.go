@@ -76,7 +76,7 @@ func genRequestPrefix(seed uint64, n, total int) []byte {
 			b = append(b, '}')
 		case i%2 == 1:
 			b = append(b, `{"role":"assistant","content":[{"type":"thinking","thinking":`...)
-			b = g2.str(b, g2.text(500))
+			b = g2.str(b, g2.text(700))
 			b = append(b, `,"signature":"`...)
 			b = g2.sig(b, 400+g2.rng.IntN(900))
 			b = append(b, `"}`...)
@@ -97,7 +97,7 @@ func genRequestPrefix(seed uint64, n, total int) []byte {
 			b = append(b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_`...)
 			b = strconv.AppendInt(b, int64(tool), 10)
 			b = append(b, `","content":`...)
-			b = g2.str(b, g2.code(1200+g2.rng.IntN(1200)))
+			b = g2.str(b, g2.code(1600+g2.rng.IntN(1600)))
 			if last {
 				b = append(b, `,"cache_control":{"type":"ephemeral"}`...)
 			}
