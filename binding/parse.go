@@ -7,8 +7,9 @@ import (
 )
 
 // Parser parses Messages request bodies, reusing its scratch buffers from one
-// call to the next. The zero value is ready to use. A Parser is not safe for
-// concurrent use; the Requests it returns share nothing with it.
+// call to the next (so they grow to the largest body parsed). The zero value
+// is ready to use. A Parser is not safe for concurrent use; the Requests it
+// returns share nothing with it.
 type Parser struct {
 	c       canon
 	scratch []byte
@@ -46,9 +47,7 @@ func ParseRequest(body []byte) (*Request, error) {
 // Block.Tokens is an estimate for reports only: the block's bytes in the body
 // divided by 4, rounded up.
 func (p *Parser) Parse(body []byte) (*Request, error) {
-	if p.Memo != nil {
-		defer p.Memo.endParse()
-	}
+	defer p.done()
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
@@ -195,8 +194,18 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 		}
 		m.End = h
 	}
-	p.blocks, p.msgs = nil, nil
 	return r, nil
+}
+
+// done ends a Parse: the parser keeps its scratch buffers (as large as the
+// largest body parsed) but no reference to the body or the request.
+func (p *Parser) done() {
+	p.c.in = nil
+	p.blocks, p.msgs = nil, nil
+	clear(p.memoOf)
+	if p.Memo != nil {
+		p.Memo.endParse()
+	}
 }
 
 // seedDigest frames system and tools (each present or absent) into one
