@@ -101,7 +101,8 @@ func (c *Client) Events(ctx context.Context, opt EventsOptions) (*EventStream, e
 	return &EventStream{conn: conn, Last: opt.Since}, nil
 }
 
-// Next waits for the next event.
+// Next waits for the next event. A ctx that ends closes the stream (the
+// websocket library closes a connection whose read is abandoned).
 func (s *EventStream) Next(ctx context.Context) (Event, error) {
 	_, b, err := s.conn.Read(ctx)
 	if err != nil {

@@ -1,0 +1,421 @@
+package daemon
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
+)
+
+// bindingEnv is a Binder on a real database, served on a real socket the
+// way the daemon serves it.
+type bindingEnv struct {
+	db     *db.DB
+	hub    *api.Hub
+	j      *Journal
+	b      *Binder
+	sock   string
+	client *api.Client
+}
+
+func newBindingEnv(tb testing.TB, extraRoutes func(mux *http.ServeMux)) *bindingEnv {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "bd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	store, err := db.Open(context.Background(), filepath.Join(dir, "b.db"), db.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &bindingEnv{db: store, hub: api.NewHub(0, nil), sock: filepath.Join(dir, "s")}
+	e.j = &Journal{DB: store, Hub: e.hub}
+	e.b = NewBinder(e.j, BinderConfig{})
+	srv := &api.Server{Binder: e.b, Events: &api.EventFeed{Hub: e.hub, Log: EventLog{DB: store}}, UID: os.Getuid(), Version: "test"}
+	var h http.Handler = srv.Handler()
+	if extraRoutes != nil {
+		mux := http.NewServeMux()
+		extraRoutes(mux)
+		mux.Handle("/", h)
+		h = mux
+	}
+	ln, err := net.Listen("unix", e.sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ConnContext: peerContext, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	e.client = api.NewClient(e.sock)
+	tb.Cleanup(func() {
+		e.hub.Close()
+		hs.Close()
+		e.client.Close()
+		store.Close()
+	})
+	return e
+}
+
+// request is a Messages body of n turns; each assistant turn has one
+// thinking block signed sig-<conv>-<i>, and user turns carry pad bytes.
+func request(conv string, n, pad int) []byte {
+	var msgs []any
+	text := strings.Repeat("x", pad)
+	for i := 0; i < n; i++ {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d %s", i, text)})
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "thinking", "thinking": "let me think " + text[:min(pad, 200)], "signature": fmt.Sprintf("sig-%s-%d", conv, i)},
+			map[string]any{"type": "text", "text": fmt.Sprintf("answer %d %s", i, text)},
+		}})
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": "go on"})
+	b, _ := json.Marshal(map[string]any{"model": "claude-fable-5-2", "max_tokens": 1024, "system": "be brief",
+		"messages": msgs, "thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}})
+	return b
+}
+
+// stampAll engages conv and stamps every thinking block of body with the
+// prefix it has in body, so a compile keeps them all (the steady state of
+// a conversation bindery has followed from its start).
+func stampAll(tb testing.TB, e *bindingEnv, conv string, body []byte) {
+	tb.Helper()
+	req, err := binding.ParseRequest(body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rows []db.StampRow
+	var pred binding.Digest
+	for _, m := range req.Messages {
+		for _, bl := range m.Blocks {
+			if bl.Kind != binding.KindThinking {
+				continue
+			}
+			rows = append(rows, db.StampRow{Stamp: binding.Stamp{Key: bl.Key, Seed: req.Seed, Chain: bl.Chain, Pred: pred, Model: req.Model},
+				Source: "accept", Conversation: conv, CreatedMs: 1})
+			pred = bl.Key
+		}
+	}
+	err = e.j.Write(context.Background(), func(ctx context.Context, tx *sql.Tx, _ Emit) error {
+		if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: conv, EngagedCompile: "setup", EngagedMs: 1, CreatedMs: 1}); err != nil {
+			return err
+		}
+		_, err := db.InsertStamps(ctx, tx, rows)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func reply(sig string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":%q},{"type":"text","text":"ok"}]}`, sig))
+}
+
+// Concurrent compiles and accepts on many conversations and on one: no
+// torn state, every accept recorded once, events in seq order.
+func TestBinderConcurrent(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	feed, err := e.client.Events(t.Context(), api.EventsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	for e.hub.Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var seenMu sync.Mutex
+	var seen []int64
+	go func() {
+		for {
+			ev, err := feed.Next(context.Background())
+			if err != nil {
+				return // the feed is closed at the end of the test
+			}
+			seenMu.Lock()
+			seen = append(seen, ev.Seq)
+			seenMu.Unlock()
+		}
+	}()
+	const workers, rounds = 8, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conv := fmt.Sprintf("conv-%d", w%3) // several workers share a conversation
+			for i := 0; i < rounds; i++ {
+				ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: conv, Branch: fmt.Sprint("b", w), Request: request(conv, 2, 10), Return: api.ReturnRequest})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply(fmt.Sprintf("r-%d-%d", w, i))}); err != nil {
+					errs <- err
+					return
+				}
+				// a concurrent repeat of the same accept records nothing twice
+				again, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID})
+				if err != nil || !again.Repeated {
+					errs <- fmt.Errorf("repeat: %+v %v", again, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := 0
+	for c := 0; c < 3; c++ {
+		st, err := e.b.Conversation(t.Context(), fmt.Sprintf("conv-%d", c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range st.Branches {
+			total += b.Accepted
+		}
+	}
+	if total != workers*rounds {
+		t.Fatalf("%d accepts recorded, want %d", total, workers*rounds)
+	}
+	// a fresh Binder on the same database (a restart) sees the same state
+	b2 := NewBinder(e.j, BinderConfig{})
+	st, err := b2.Conversation(t.Context(), "conv-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Stamps == 0 || !st.Engaged {
+		t.Fatalf("reloaded state: %+v", st)
+	}
+	// the feed saw every committed event, live, in seq order
+	_, newest, _ := e.db.EventBounds(t.Context())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seenMu.Lock()
+		n := len(seen)
+		seenMu.Unlock()
+		if int64(n) >= newest || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	for i, seq := range seen {
+		if seq != int64(i+1) {
+			t.Fatalf("feed event %d has seq %d", i, seq)
+		}
+	}
+	if int64(len(seen)) != newest {
+		t.Fatalf("feed saw %d events, log has %d", len(seen), newest)
+	}
+}
+
+func TestPiReplyToWire(t *testing.T) {
+	line := []byte(`{"type":"message","id":"a","parentId":"u","message":{"role":"assistant","content":[` +
+		`{"type":"thinking","thinking":"hm","thinkingSignature":"S1"},{"type":"thinking","thinking":"   ","thinkingSignature":"S2"},` +
+		`{"type":"thinking","thinking":"[r]","thinkingSignature":"DATA","redacted":true},{"type":"thinking","thinking":"plain","thinkingSignature":""},` +
+		`{"type":"text","text":" "},{"type":"text","text":"<b>"},{"type":"toolCall","id":"toolu_1","name":"read","arguments":{"path":"a"}}]}}`)
+	got, err := piReplyToWire(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"content":[{"signature":"S1","thinking":"hm","type":"thinking"},{"data":"DATA","type":"redacted_thinking"},{"text":"plain","type":"text"},{"text":"<b>","type":"text"},{"id":"toolu_1","input":{"path":"a"},"name":"read","type":"tool_use"}],"role":"assistant"}`
+	if strings.TrimSpace(string(got)) != want {
+		t.Fatalf("wire:\n got %s\nwant %s", got, want)
+	}
+	if _, err := piReplyToWire([]byte(`{"message":{"role":"user","content":[]}}`)); err == nil {
+		t.Fatal("a user message converted")
+	}
+}
+
+// BenchmarkCompileRoundTrip1MB: a 1 MB request, every thinking block
+// stamped and kept, over the socket, against an echo endpoint on the same
+// server (reads the body, writes it back) and json.Valid over the body.
+func BenchmarkCompileRoundTrip1MB(b *testing.B) {
+	e := newBindingEnv(b, func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /bench/echo", func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		})
+	})
+	body := request("big", 250, 1800)
+	stampAll(b, e, "big", body)
+	call, _ := json.Marshal(map[string]any{"conversation": "big", "request": json.RawMessage(body)})
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", e.sock)
+	}}}
+	post := func(b *testing.B, path string, payload []byte) []byte {
+		resp, err := hc.Post("http://bindery"+path, "application/json", strings.NewReader(string(payload)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: %d %.300s", path, resp.StatusCode, out)
+		}
+		return out
+	}
+	// sanity: everything is kept
+	var ans api.CompileAnswer
+	if err := json.Unmarshal(post(b, "/v1/compile", call), &ans); err != nil || ans.ThinkingStripped != 0 || !ans.Engaged {
+		b.Fatalf("setup compile: stripped %d engaged %v %v (%+v)", ans.ThinkingStripped, ans.Engaged, err, ans.Strips[:min(3, len(ans.Strips))])
+	}
+	b.Logf("request %d bytes, call %d bytes, %d thinking blocks", len(body), len(call), 250)
+	b.Run("compile", func(b *testing.B) {
+		b.SetBytes(int64(len(call)))
+		for b.Loop() {
+			post(b, "/v1/compile", call)
+		}
+	})
+	b.Run("compile-plan", func(b *testing.B) {
+		plan, _ := json.Marshal(map[string]any{"conversation": "big", "return": "plan", "request": json.RawMessage(body)})
+		b.SetBytes(int64(len(plan)))
+		for b.Loop() {
+			post(b, "/v1/compile", plan)
+		}
+	})
+	b.Run("echo", func(b *testing.B) {
+		b.SetBytes(int64(len(call)))
+		for b.Loop() {
+			post(b, "/bench/echo", call)
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(call)))
+		for b.Loop() {
+			if !json.Valid(call) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := append([]time.Duration(nil), d...)
+	slices.Sort(s)
+	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
+}
+
+// BenchmarkAccept: compile then accept (durable, fsynced) over the socket,
+// on one conversation and on 16 at once; the accept's latency is measured.
+func BenchmarkAccept(b *testing.B) {
+	for _, convs := range []int{1, 16} {
+		b.Run(fmt.Sprintf("conversations=%d", convs), func(b *testing.B) {
+			e := newBindingEnv(b, nil)
+			bodies := make([][]byte, convs)
+			for i := range bodies {
+				bodies[i] = request(fmt.Sprint("acc", i), 3, 100)
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			var n sync.WaitGroup
+			per := b.N/convs + 1
+			b.ResetTimer()
+			start := time.Now()
+			for c := 0; c < convs; c++ {
+				n.Add(1)
+				go func() {
+					defer n.Done()
+					conv := fmt.Sprint("acc", c)
+					for i := 0; i < per; i++ {
+						ans, err := e.client.Compile(context.Background(), &api.CompileCall{Conversation: conv, Request: bodies[c], Return: api.ReturnPlan})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						t0 := time.Now()
+						if _, err := e.client.Accept(context.Background(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply(fmt.Sprintf("a-%d-%d", c, i))}); err != nil {
+							b.Error(err)
+							return
+						}
+						d := time.Since(t0)
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}
+				}()
+			}
+			n.Wait()
+			wall := time.Since(start)
+			b.StopTimer()
+			p50, p99 := percentiles(lat)
+			b.ReportMetric(float64(len(lat))/wall.Seconds(), "accepts/s")
+			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkEventDelivery: from an accept's call to its event at a
+// websocket client.
+func BenchmarkEventDelivery(b *testing.B) {
+	e := newBindingEnv(b, nil)
+	body := request("ev", 2, 50)
+	st, err := e.client.Events(context.Background(), api.EventsOptions{Conversation: "ev"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for e.hub.Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		ans, err := e.client.Compile(context.Background(), &api.CompileCall{Conversation: "ev", Request: body, Return: api.ReturnPlan})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for { // drain the compile's events
+			ev, err := st.Next(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Type == api.EventCompile {
+				break
+			}
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		go e.client.Accept(context.Background(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply(fmt.Sprint("ev-", i))})
+		for {
+			ev, err := st.Next(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Type == api.EventAccept {
+				break
+			}
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	p50, p99 := percentiles(lat)
+	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+}
