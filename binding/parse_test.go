@@ -443,3 +443,20 @@ func TestParseMatchesGenerated(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRequestDepth(t *testing.T) {
+	// The limit counts every container from the top-level object, as
+	// encoding/json does: top object, messages, message, content, block,
+	// input = 6 levels before the nested arrays.
+	for _, extra := range []int{maxDepth - 6, maxDepth - 5} {
+		body := `{"messages":[{"role":"user","content":[{"type":"tool_use","input":{"x":` +
+			strings.Repeat("[", extra) + strings.Repeat("]", extra) + `}}]}]}`
+		_, err := ParseRequest([]byte(body))
+		if valid := json.Valid([]byte(body)); (err == nil) != valid {
+			t.Fatalf("nesting %d: ParseRequest err=%v, json.Valid=%v", extra+6, err, valid)
+		}
+		if extra == maxDepth-6 && err != nil {
+			t.Fatalf("depth exactly %d refused: %v", maxDepth, err)
+		}
+	}
+}
