@@ -9,14 +9,14 @@ import (
 	"unsafe"
 )
 
-// A minimal reader for JSON text that json.Valid has already accepted.
+// A minimal reader for JSON text that has already been validated.
 //
 // Decoding a session line with encoding/json costs about 3x a json.Valid pass
 // (perf-limits.md §2) and allocates for every field, while bindery needs a
 // dozen short fields out of lines that are mostly tool output. So each line is
-// validated once with json.Valid (pi skips lines JSON.parse rejects, and so
-// must we) and then walked by these helpers, which skip strings with
-// bytes.IndexByte and never decode what they skip. Because the input is
+// validated once with validJSON (json.Valid's verdict, faster; pi skips lines
+// JSON.parse rejects, and so must we) and then walked by these helpers, which
+// skip strings with bytes.IndexByte and never decode what they skip. Because the input is
 // known to be valid, the helpers do no error checking beyond staying in
 // bounds. Keys are compared by their raw bytes: a key spelled with escapes
 // ("\u0074ype") is not recognised, which no JSON.stringify output does.

@@ -81,7 +81,7 @@ func (p *Parser) Line(line []byte, offset int64) Parsed {
 	if p.State.NotSession {
 		return Parsed{}
 	}
-	if !json.Valid(line) {
+	if !validJSON(line) {
 		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "malformed JSON"}}
 	}
 	value := p.State.Values
