@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,16 +85,25 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the offset just after the string starting at b[i].
+// It jumps from quote to quote (bytes.IndexByte is vectorized) and counts
+// the backslashes before each to tell an escaped quote from the end.
 func skipString(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, fmt.Errorf("unterminated string at offset %d", i)
 		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
-	return 0, fmt.Errorf("unterminated string at offset %d", i)
 }
 
 // skipValue returns the offset just after the value starting at b[i].
