@@ -23,7 +23,9 @@ import (
 
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,14 +83,18 @@ type simStats struct {
 	conservative  map[string]int // strips of judge-valid blocks where bindery took the safe side of an [INF]/[CONFLICT] reading
 	expected400   int            // refusals of a block the host corrupted (bad signature)
 	preEngagement map[string]int // what the judge did to blocks bindery passed through before engagement
-	violations    map[string]int
-	examples      []string
-	readings      map[judge.Reading]bool
+	// readingDependent: violations under the dropped-counts-as-read reading
+	// after the provider dropped a block (see violation).
+	readingDependent map[string]int
+	exampleKinds     map[string]int
+	violations       map[string]int
+	examples         []string
+	readings         map[judge.Reading]bool
 }
 
 func newSimStats() *simStats {
 	return &simStats{accepts: map[string]int{}, ops: map[string]int{}, strips: map[string]int{}, necessary: map[string]int{},
-		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readings: map[judge.Reading]bool{}}
+		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judge.Reading]bool{}}
 }
 
 func (s *simStats) merge(o *simStats) {
@@ -100,7 +106,7 @@ func (s *simStats) merge(o *simStats) {
 	s.expected400 += o.expected400
 	for _, p := range []struct{ dst, src map[string]int }{{s.accepts, o.accepts}, {s.ops, o.ops}, {s.strips, o.strips},
 		{s.necessary, o.necessary}, {s.forced, o.forced}, {s.conservative, o.conservative}, {s.violations, o.violations},
-		{s.preEngagement, o.preEngagement}} {
+		{s.preEngagement, o.preEngagement}, {s.readingDependent, o.readingDependent}} {
 		for k, v := range p.src {
 			p.dst[k] += v
 		}
@@ -109,7 +115,7 @@ func (s *simStats) merge(o *simStats) {
 		s.readings[r] = true
 	}
 	for _, e := range o.examples {
-		if len(s.examples) < 12 {
+		if len(s.examples) < 30 {
 			s.examples = append(s.examples, e)
 		}
 	}
@@ -129,9 +135,9 @@ func fmtCounts(m map[string]int) string {
 }
 
 func (s *simStats) String() string {
-	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n violations:%s",
+	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n after an earlier provider drop (stamped predecessor may differ from the provider's):%s\n violations:%s",
 		s.conversations, s.steps, s.compiles, len(s.readings), s.expected400, fmtCounts(s.accepts), fmtCounts(s.ops),
-		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.violations))
+		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.readingDependent), fmtCounts(s.violations))
 }
 
 // ---------------------------------------------------------------------------
@@ -231,8 +237,14 @@ type simConv struct {
 	branches []*branch
 	cur      *branch
 	corrupt  map[[32]byte]bool // keys of signatures the host corrupted
-	toolN    int
-	step     int
+	// providerDropped: the judge has dropped a block for its prefix in this conversation.
+	providerDropped bool
+	// blind: replies minted after a request whose last kept block had no
+	// stamp (its minter unknown to bindery, so whether the model read it too):
+	// bindery can only guess their predecessor.
+	blind map[[32]byte]bool
+	toolN int
+	step  int
 }
 
 var simModels = []string{"claude-fable-5-1", "claude-fable-5-1", "claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5-2", "claude-opus-5-5", "claude-sonnet-5"}
@@ -248,7 +260,7 @@ var switchTargets = map[string][]string{
 
 func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading) *simConv {
 	s := &simConv{t: t, c: c, st: st, reading: reading, id: fmt.Sprintf("conv%d", n),
-		stamps: map[binding.Digest]binding.Stamp{}, corrupt: map[[32]byte]bool{}}
+		stamps: map[binding.Digest]binding.Stamp{}, corrupt: map[[32]byte]bool{}, blind: map[[32]byte]bool{}}
 	s.route = func(m string) string { return m }
 	if !reading.Opus55ToFable51 {
 		// The reading where Fable 5.1 does not read Opus 5.5 is the
@@ -648,6 +660,9 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 		s.t.Fatalf("Compile: %v", err)
 	}
 	for _, st := range out.Persist.Stamps {
+		if simTrace != nil {
+			simTrace("attributed stamp %x pred %x", st.Key[:3], st.Pred[:3])
+		}
 		if _, ok := s.stamps[st.Key]; !ok {
 			s.stamps[st.Key] = st
 		}
@@ -692,6 +707,9 @@ func (s *simConv) record(b *branch, id string) (int, *binding.CompileRecord) {
 }
 
 func (s *simConv) accept(b *branch, pa pendingAccept) {
+	if simTrace != nil {
+		simTrace("accept %s kind %s", pa.id, pa.kind)
+	}
 	i, rec := s.record(b, pa.id)
 	if rec == nil {
 		s.st.accepts["forgotten"]++
@@ -755,8 +773,16 @@ func (s *simConv) runStep() {
 		sent := out.Rewrite(body, req)
 		res := s.j.Answer(judge.Call{Body: sent, Beta: s.beta}, s.replySpec())
 		s.deliverAccepts(b)
-		retry := s.check(b, body, out, res)
+		if simTrace != nil {
+			simTrace("step %d branch %s engaged=%v model=%s body=%s\n strips=%+v\n kept=%d status=%d %s\n verdicts=%+v\n transformations=%v", s.step, b.name, s.engaged, req.Model, body, out.Strips, len(out.Kept), res.Status, res.Error, res.Blocks, res.Transformations)
+		}
+		retry := s.check(b, body, req, out, res)
 		if res.Status == 200 {
+			if lr := out.Record.LastRead; !lr.IsZero() {
+				if _, ok := s.stamps[lr]; !ok {
+					s.markBlind(res.Reply)
+				}
+			}
 			s.afterReply(b, out, res)
 			return
 		}
@@ -814,18 +840,39 @@ func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judge.Result)
 }
 
 func (s *simConv) violation(kind, detail string) {
+	if s.providerDropped {
+		// After the provider dropped a block (the first drop is itself counted:
+		// a violation, or a pass-through before engagement), the replies that
+		// follow may be stamped with a predecessor the provider did not use:
+		// bindery subtracts only reported drops ([INF]: a dropped block is not
+		// read), and without the beta header nothing is reported. Counted
+		// apart, by reading.
+		if s.reading.DroppedCountsAsRead {
+			s.st.readingDependent["dropped-counts-as-read/"+kind]++
+		} else {
+			s.st.readingDependent["documented/"+kind]++
+		}
+		return
+	}
 	s.st.violations[kind]++
-	if len(s.st.examples) < 12 {
+	if s.st.exampleKinds[kind] < 3 {
+		s.st.exampleKinds[kind]++
 		s.st.examples = append(s.st.examples, fmt.Sprintf("%s step %d [%s] %s: %s", s.id, s.step, s.reading, kind, detail))
 	}
 }
 
 // check runs the invariants on one compile and the judge's answer. It
 // returns true when the host should retry after a refusal it released.
-func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge.Result) bool {
+func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *binding.Compiled, res judge.Result) bool {
 	facts, err := s.j.Facts(body)
 	if err != nil {
 		s.t.Fatalf("Facts: %v", err)
+	}
+	if simTrace != nil {
+		for _, f := range facts {
+			st, stamped := s.stamps[binding.Digest(f.Key)]
+			simTrace("  fact %s key=%x pred=%x haspred=%v minter=%s valid=%v readable=%v stamped=%v stamp.pred=%x", f.Path, f.Key[:3], f.Pred[:3], f.HasPred, f.Minter, f.Valid(), f.Readable, stamped, st.Pred[:3])
+		}
 	}
 	at := map[binding.Pos]int{}
 	for i, f := range facts {
@@ -842,7 +889,12 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 			kept = append(kept, i)
 		}
 	}
-	latest := latestAssistantOfBody(body)
+	latest := -1
+	for i := range req.Messages {
+		if req.Messages[i].Role == "assistant" {
+			latest = i
+		}
+	}
 	var latestIdx []int
 	for i, f := range facts {
 		if f.Path.Message == latest {
@@ -873,6 +925,13 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 		toOrig[judge.Path{Message: k.Sent.Message, Block: k.Sent.Block}] = k.Orig
 	}
 	retry := false
+	defer func() {
+		for _, v := range res.Blocks {
+			if v.Fate == judge.FateDroppedPrefix {
+				s.providerDropped = true
+			}
+		}
+	}()
 	for _, v := range res.Blocks {
 		orig, ok := toOrig[v.Path]
 		switch v.Fate {
@@ -907,7 +966,7 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 			}
 		}
 	}
-	if res.Status != 200 && !retry && len(s.st.examples) < 12 && !strings.Contains(res.Error, "Invalid `") {
+	if res.Status != 200 && !retry && !strings.Contains(res.Error, "Invalid `") {
 		flag("refused-other", res.Error)
 	}
 
@@ -927,6 +986,11 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 		case binding.ReasonGap:
 			if cause, forced := gapForced(facts, kept, latestIdx, i); forced {
 				s.st.forced[cause]++
+			} else if s.unstamped(facts, append([]int{i}, kept...)) {
+				// Without a stamp bindery can only assume the block before it
+				// in the request is its predecessor (no accept, no attribution:
+				// an unattributable reply, on a target that does not bind).
+				s.st.forced["unattributable (gap on an assumed predecessor)"]++
 			} else {
 				s.violation("unforced-gap", st.Pos.Path())
 			}
@@ -947,7 +1011,7 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 				s.st.forced["released/"+cause]++
 			}
 		case binding.ReasonModelUnreadable:
-			if s.readingConservativeRead(body, f) {
+			if s.readingConservativeRead(req.Model) {
 				s.st.conservative["model-unreadable (unlisted read)"]++
 			} else {
 				s.violation("unforced-model-unreadable", fmt.Sprintf("%s minted by %s", st.Pos.Path(), f.Minter))
@@ -963,11 +1027,37 @@ func (s *simConv) check(b *branch, body []byte, out *binding.Compiled, res judge
 	return retry
 }
 
+// unstamped reports whether any of the blocks has no stamp yet, or was
+// minted after a request whose last kept block bindery had no stamp for.
+func (s *simConv) unstamped(facts []judge.BlockFacts, idx []int) bool {
+	for _, i := range idx {
+		if _, ok := s.stamps[binding.Digest(facts[i].Key)]; !ok || s.blind[facts[i].Key] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *simConv) markBlind(reply []byte) {
+	v, err := decodeJSON(reply)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, bv := range contentOf(v) {
+		b := bv.(map[string]any)
+		switch b["type"] {
+		case "thinking":
+			s.blind[judge.KeyOf(b["signature"].(string))] = true
+		case "redacted_thinking":
+			s.blind[judge.KeyOf(b["data"].(string))] = true
+		}
+	}
+}
+
 // readingConservativeRead: the judge reads the block only under a reading of
 // an [INF] read set (Fable 5.2 reading older models, Sonnet 5.5's set).
-func (s *simConv) readingConservativeRead(body []byte, f judge.BlockFacts) bool {
+func (s *simConv) readingConservativeRead(model string) bool {
 	r := s.reading
-	model := modelOf(body)
 	return (r.Fable52ReadsOlder && (strings.Contains(model, "fable-5-2") || strings.Contains(model, "mythos-5-2"))) ||
 		(r.Sonnet55ReadsOlder && strings.Contains(model, "sonnet-5-5"))
 }
@@ -1042,31 +1132,6 @@ func runValid(facts []judge.BlockFacts, set, latest []int) bool {
 	return n == 0 || n == len(latest)
 }
 
-func latestAssistantOfBody(body []byte) int {
-	var top struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &top); err != nil {
-		panic(err)
-	}
-	for i := len(top.Messages) - 1; i >= 0; i-- {
-		if top.Messages[i].Role == "assistant" {
-			return i
-		}
-	}
-	return -1
-}
-
-func modelOf(body []byte) string {
-	var top struct {
-		Model string `json:"model"`
-	}
-	_ = json.Unmarshal(body, &top)
-	return top.Model
-}
-
 // sigOf returns the signature (or data) of the block at p in body.
 func sigOf(body []byte, p binding.Pos) string {
 	v, err := decodeJSON(body)
@@ -1080,6 +1145,9 @@ func sigOf(body []byte, p binding.Pos) string {
 	s, _ := b["data"].(string)
 	return s
 }
+
+// simTrace, when set, logs every step (SIM_CONV replays).
+var simTrace func(format string, args ...any)
 
 // runConversation drives one conversation to its end.
 func runConversation(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading, maxSteps int) {
@@ -1098,6 +1166,16 @@ func runConversation(t testing.TB, c chooser, st *simStats, n int, reading judge
 // ---------------------------------------------------------------------------
 
 func TestSimulatedConversations(t *testing.T) {
+	if n, err := strconv.Atoi(os.Getenv("SIM_CONV")); err == nil {
+		// Replay one conversation with a trace: SIM_CONV=310 go test -run TestSimulatedConversations -v
+		st := newSimStats()
+		c := randChooser{rand.New(rand.NewPCG(uint64(n), 0x5eed))}
+		simTrace = t.Logf
+		defer func() { simTrace = nil }()
+		runConversation(t, c, st, n, judge.Readings()[n%len(judge.Readings())], 24)
+		t.Logf("%s\n  %s", st, strings.Join(st.examples, "\n  "))
+		return
+	}
 	conversations, steps := 2560, 24
 	if testing.Short() {
 		conversations, steps = 256, 16

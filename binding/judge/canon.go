@@ -150,14 +150,10 @@ type chain [32]byte
 
 func chainStart() chain { return chain(digestOf("judge/chain/start", nil)) }
 
-func (c chain) step(tag string, v any) chain {
-	h := sha256.New()
-	h.Write(c[:])
-	h.Write([]byte(tag))
-	feed(h, v)
-	var d chain
-	h.Sum(d[:0])
-	return d
+func (c chain) step(tag string, d [32]byte) chain {
+	buf := make([]byte, 0, 32+len(tag)+32)
+	buf = append(append(append(buf, c[:]...), tag...), d[:]...)
+	return chain(sha256.Sum256(buf))
 }
 
 // frame is a message without its content blocks: role, every other field,
@@ -177,4 +173,166 @@ func frame(m map[string]any) any {
 func isThinking(b map[string]any) bool {
 	t := b["type"]
 	return t == "thinking" || t == "redacted_thinking"
+}
+
+// splitter finds the raw members of a JSON object and the raw elements of a
+// JSON array without decoding them (the judge decodes each message once and
+// caches it, so splitting must not cost a full decode). It checks structure
+// only; every value it returns is decoded, and so validated, by its user.
+type splitter struct {
+	b   []byte
+	pos int
+}
+
+func (s *splitter) ws() {
+	for s.pos < len(s.b) && (s.b[s.pos] == ' ' || s.b[s.pos] == '\t' || s.b[s.pos] == '\n' || s.b[s.pos] == '\r') {
+		s.pos++
+	}
+}
+
+// value skips one JSON value and returns its bytes.
+func (s *splitter) value() ([]byte, error) {
+	s.ws()
+	start := s.pos
+	depth := 0
+	for s.pos < len(s.b) {
+		c := s.b[s.pos]
+		switch c {
+		case '"':
+			if err := s.str(); err != nil {
+				return nil, err
+			}
+			if depth == 0 {
+				return s.b[start:s.pos], nil
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return nil, fmt.Errorf("unexpected %q at %d", c, s.pos)
+			}
+			if depth == 0 {
+				s.pos++
+				return s.b[start:s.pos], nil
+			}
+		case ',', ':', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				if s.pos == start {
+					return nil, fmt.Errorf("unexpected %q at %d", c, s.pos)
+				}
+				return s.b[start:s.pos], nil
+			}
+		}
+		s.pos++
+	}
+	if depth != 0 || s.pos == start {
+		return nil, fmt.Errorf("unexpected end of JSON")
+	}
+	return s.b[start:s.pos], nil
+}
+
+func (s *splitter) str() error {
+	s.pos++ // opening quote
+	for s.pos < len(s.b) {
+		switch s.b[s.pos] {
+		case '\\':
+			s.pos += 2
+			continue
+		case '"':
+			s.pos++
+			return nil
+		}
+		s.pos++
+	}
+	return fmt.Errorf("unterminated string")
+}
+
+// members returns an object's members (a later duplicate wins, as in encoding/json).
+func splitObject(b []byte) (map[string][]byte, error) {
+	s := &splitter{b: b}
+	s.ws()
+	if s.pos >= len(b) || b[s.pos] != '{' {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	s.pos++
+	out := map[string][]byte{}
+	s.ws()
+	if s.pos < len(b) && b[s.pos] == '}' {
+		s.pos++
+		return out, s.end()
+	}
+	for {
+		s.ws()
+		kraw, err := s.value()
+		if err != nil || len(kraw) == 0 || kraw[0] != '"' {
+			return nil, fmt.Errorf("bad object key at %d", s.pos)
+		}
+		var k string
+		if err := json.Unmarshal(kraw, &k); err != nil {
+			return nil, err
+		}
+		s.ws()
+		if s.pos >= len(b) || b[s.pos] != ':' {
+			return nil, fmt.Errorf("missing ':' at %d", s.pos)
+		}
+		s.pos++
+		v, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+		s.ws()
+		if s.pos < len(b) && b[s.pos] == ',' {
+			s.pos++
+			continue
+		}
+		if s.pos < len(b) && b[s.pos] == '}' {
+			s.pos++
+			return out, s.end()
+		}
+		return nil, fmt.Errorf("expected ',' or '}' at %d", s.pos)
+	}
+}
+
+// splitArray returns an array's elements.
+func splitArray(b []byte) ([][]byte, error) {
+	s := &splitter{b: b}
+	s.ws()
+	if s.pos >= len(b) || b[s.pos] != '[' {
+		return nil, fmt.Errorf("not a JSON array")
+	}
+	s.pos++
+	var out [][]byte
+	s.ws()
+	if s.pos < len(b) && b[s.pos] == ']' {
+		s.pos++
+		return out, s.end()
+	}
+	for {
+		v, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		s.ws()
+		if s.pos < len(b) && b[s.pos] == ',' {
+			s.pos++
+			continue
+		}
+		if s.pos < len(b) && b[s.pos] == ']' {
+			s.pos++
+			return out, s.end()
+		}
+		return nil, fmt.Errorf("expected ',' or ']' at %d", s.pos)
+	}
+}
+
+func (s *splitter) end() error {
+	s.ws()
+	if s.pos != len(s.b) {
+		return fmt.Errorf("trailing data at %d", s.pos)
+	}
+	return nil
 }

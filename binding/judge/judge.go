@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -29,6 +30,8 @@ type Options struct {
 
 // Judge plays the provider. It is safe for concurrent use.
 type Judge struct {
+	mu         sync.Mutex
+	cache      map[string]*msgInfo
 	reading    Reading
 	newAccount bool
 	secret     []byte
@@ -41,7 +44,7 @@ func New(o Options) *Judge {
 	if s == nil {
 		s = []byte("judge: fixed test secret")
 	}
-	return &Judge{reading: o.Reading, newAccount: o.NewAccount, secret: append([]byte(nil), s...)}
+	return &Judge{cache: map[string]*msgInfo{}, reading: o.Reading, newAccount: o.NewAccount, secret: append([]byte(nil), s...)}
 }
 
 // Reading returns the reading the judge runs under.
@@ -189,26 +192,108 @@ type parsed struct {
 
 func fail(status int, msg string) Result { return Result{Status: status, Error: msg} }
 
+// msgInfo is what one message contributes to the walk, independent of its
+// position: the judge caches it by the message's raw bytes, since a
+// conversation resends the same messages on every request.
+type msgInfo struct {
+	ok     bool // the message is an object
+	role   string
+	frame  [32]byte
+	blocks []blockInfo
+}
+
+type blockInfo struct {
+	kind    string   // the block's "type"
+	digest  [32]byte // value digest without marker (non-thinking blocks)
+	sig     string   // thinking: signature; redacted: data; compaction: signature
+	text    any      // thinking: the "thinking" field
+	content [32]byte // compaction: digest of its content
+}
+
+const maxCachedMessages = 1 << 14
+
+func (j *Judge) message(raw []byte) *msgInfo {
+	j.mu.Lock()
+	info, ok := j.cache[string(raw)]
+	j.mu.Unlock()
+	if ok {
+		return info
+	}
+	info = &msgInfo{}
+	v, err := decode(raw)
+	if err != nil {
+		return info // not cached: invalid JSON is refused, not remembered
+	}
+	if m, isObj := v.(map[string]any); err == nil && isObj {
+		info.ok = true
+		info.role, _ = m["role"].(string)
+		info.frame = digestOf("judge/frame", frame(m))
+		content, _ := m["content"].([]any)
+		for _, bv := range content {
+			b, _ := bv.(map[string]any)
+			bi := blockInfo{}
+			if b != nil {
+				bi.kind, _ = b["type"].(string)
+			}
+			switch {
+			case bi.kind == "thinking":
+				bi.sig, _ = b["signature"].(string)
+				bi.text = b["thinking"]
+			case bi.kind == "redacted_thinking":
+				bi.sig, _ = b["data"].(string)
+			case bi.kind == "compaction":
+				bi.sig, _ = b["signature"].(string)
+				bi.content = digestOf("judge/compaction", b["content"])
+			default:
+				bi.digest = digestOf("judge/block", withoutMarker(bv))
+			}
+			info.blocks = append(info.blocks, bi)
+		}
+	}
+	j.mu.Lock()
+	if len(j.cache) >= maxCachedMessages {
+		clear(j.cache)
+	}
+	j.cache[string(raw)] = info
+	j.mu.Unlock()
+	return info
+}
+
 // parse walks a request body. A non-nil Result is an early refusal.
 func (j *Judge) parse(body []byte) (*parsed, *Result) {
-	v, err := decode(body)
+	top, err := splitObject(body)
 	if err != nil {
 		r := fail(400, "invalid JSON body: "+err.Error())
 		return nil, &r
 	}
-	top, ok := v.(map[string]any)
-	if !ok {
-		r := fail(400, "body is not a JSON object")
-		return nil, &r
+	for k, raw := range top {
+		if k != "messages" && !json.Valid(raw) {
+			r := fail(400, "invalid JSON body: field "+k)
+			return nil, &r
+		}
 	}
-	name, _ := top["model"].(string)
+	field := func(name string) any {
+		raw, ok := top[name]
+		if !ok {
+			return nil
+		}
+		v, _ := decode(raw)
+		return v
+	}
+	name, _ := field("model").(string)
 	mdl, ok := lookup(name)
 	if !ok {
 		r := fail(404, fmt.Sprintf("model: %q not found", name))
 		return nil, &r
 	}
-	p := &parsed{model: mdl, system: systemDigest(top), tools: toolsDigest(top), latest: -1}
-	if th, ok := top["thinking"].(map[string]any); ok {
+	head := map[string]any{}
+	for _, k := range []string{"system", "tools"} {
+		if _, ok := top[k]; ok {
+			head[k] = field(k)
+		}
+	}
+	p := &parsed{model: mdl, system: systemDigest(head), tools: toolsDigest(head), latest: -1}
+	if th, ok := field("thinking").(map[string]any); ok {
 		if bb, ok := th["block_binding"]; ok {
 			p.hasBB = true
 			m, _ := bb.(map[string]any)
@@ -221,43 +306,39 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 			}
 		}
 	}
-	msgs, ok := top["messages"].([]any)
+	raw, ok := top["messages"]
 	if !ok {
 		r := fail(400, "messages: Field required")
 		return nil, &r
 	}
+	msgs, err := splitArray(raw)
+	if err != nil {
+		r := fail(400, "messages: "+err.Error())
+		return nil, &r
+	}
 	c := chainStart()
-	for i, mv := range msgs {
-		m, ok := mv.(map[string]any)
-		if !ok {
+	for i, raw := range msgs {
+		m := j.message(raw)
+		if !m.ok {
 			r := fail(400, fmt.Sprintf("messages.%d: not an object", i))
 			return nil, &r
 		}
-		if m["role"] == "assistant" {
+		if m.role == "assistant" {
 			p.latest = i
 		}
-		c = c.step("msg", frame(m))
-		content, _ := m["content"].([]any)
-		for k, bv := range content {
-			b, _ := bv.(map[string]any)
-			if b != nil && isThinking(b) {
-				s := site{path: Path{i, k}, kind: b["type"].(string), chain: c, text: b["thinking"]}
-				field := "signature"
-				if s.kind == "redacted_thinking" {
-					field = "data"
-				}
-				s.sig, _ = b[field].(string)
+		c = c.step("msg", m.frame)
+		for k, b := range m.blocks {
+			switch b.kind {
+			case "thinking", "redacted_thinking":
+				s := site{path: Path{i, k}, kind: b.kind, chain: c, text: b.text, sig: b.sig}
 				s.rec, s.ok = j.open(s.sig)
 				if s.ok && s.rec.Kind != s.kind {
 					s.ok = false
 				}
 				p.sites = append(p.sites, s)
-				continue
-			}
-			if b != nil && b["type"] == "compaction" {
-				sig, _ := b["signature"].(string)
-				rec, ok := j.open(sig)
-				if !ok || rec.Kind != "compaction" || rec.Content != digestOf("judge/compaction", b["content"]) {
+			case "compaction":
+				rec, ok := j.open(b.sig)
+				if !ok || rec.Kind != "compaction" || rec.Content != b.content {
 					r := fail(400, fmt.Sprintf("messages.%d.content.%d: `compaction` block `content` does not match its `signature`", i, k))
 					r.ErrorCode = "compaction_content_mismatch"
 					return nil, &r
@@ -265,9 +346,9 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 				// The checked prefix restarts here: the block stands for the
 				// exact content it summarized.
 				c = rec.Covers
-				continue
+			default:
+				c = c.step("block", b.digest)
 			}
-			c = c.step("block", withoutMarker(bv))
 		}
 	}
 	p.end = c
@@ -275,7 +356,10 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 }
 
 // Judge decides a request without producing a reply.
-func (j *Judge) Judge(call Call) Result { return j.judge(call) }
+func (j *Judge) Judge(call Call) Result {
+	res, _ := j.judge(call)
+	return res
+}
 
 func (j *Judge) mode(p *parsed, beta bool) Mode {
 	if !j.reading.runsCheck(p.model) {
@@ -293,13 +377,13 @@ func (j *Judge) mode(p *parsed, beta bool) Mode {
 	return ModeRecord
 }
 
-func (j *Judge) judge(call Call) Result {
+func (j *Judge) judge(call Call) (Result, *parsed) {
 	p, early := j.parse(call.Body)
 	if early != nil {
-		return *early
+		return *early, nil
 	}
 	if p.hasBB && !call.Beta {
-		return fail(400, "thinking.block_binding: Extra inputs are not permitted")
+		return fail(400, "thinking.block_binding: Extra inputs are not permitted"), nil
 	}
 	res := Result{Status: 200, Mode: j.mode(p, call.Beta)}
 	res.Blocks = make([]BlockVerdict, len(p.sites))
@@ -315,7 +399,7 @@ func (j *Judge) judge(call Call) Result {
 			res.Status = 400
 			res.Blocks[i].Fate = FateBadSignature
 			res.Error = fmt.Sprintf("%s: Invalid `%s` in `%s` block", s.path, sigField(s.kind), s.kind)
-			return res
+			return res, p
 		}
 	}
 	// The latest assistant message's thinking run must be exactly as emitted.
@@ -323,7 +407,7 @@ func (j *Judge) judge(call Call) Result {
 		res.Status = 400
 		res.Blocks[i].Fate = FateRefused
 		res.Error = fmt.Sprintf("%s: thinking or redacted_thinking blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.", p.sites[i].path)
-		return res
+		return res, p
 	}
 	var lastRead *[32]byte
 	dropAll := false
@@ -357,7 +441,7 @@ func (j *Judge) judge(call Call) Result {
 			v.Fate = FateRefused
 			res.Status = 400
 			res.Error = prefixError(s, v.Cause, call.Beta)
-			return res
+			return res, p
 		case ModeDrop:
 			v.Fate = FateDroppedPrefix
 			if j.reading.DroppedCountsAsRead {
@@ -387,7 +471,7 @@ func (j *Judge) judge(call Call) Result {
 			}
 		}
 	}
-	return res
+	return res, p
 }
 
 func sigField(kind string) string {
@@ -502,11 +586,10 @@ type ReplyBlock struct {
 // non-thinking blocks), the last block the model read (or the reply's
 // previous thinking block) as its predecessor, and the request's model.
 func (j *Judge) Answer(call Call, reply []ReplyBlock) Result {
-	res := j.judge(call)
+	res, p := j.judge(call)
 	if res.Status != 200 {
 		return res
 	}
-	p, _ := j.parse(call.Body)
 	content := make([]any, len(reply))
 	for i, b := range reply {
 		switch b.Type {
@@ -530,7 +613,8 @@ func (j *Judge) Answer(call Call, reply []ReplyBlock) Result {
 	dv, _ := decode(raw)
 	msg := dv.(map[string]any)
 	blocks := msg["content"].([]any)
-	c := p.end.step("msg", frame(msg))
+	info := j.message(raw)
+	c := p.end.step("msg", info.frame)
 	replyID := j.replies.Add(1)
 	count := 0
 	for _, b := range reply {
@@ -543,10 +627,10 @@ func (j *Judge) Answer(call Call, reply []ReplyBlock) Result {
 		pred, hasPred = *res.lastRead, true
 	}
 	idx := 0
-	for _, bv := range blocks {
+	for k, bv := range blocks {
 		b := bv.(map[string]any)
 		if !isThinking(b) {
-			c = c.step("block", withoutMarker(b))
+			c = c.step("block", info.blocks[k].digest)
 			continue
 		}
 		rec := record{Kind: b["type"].(string), Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,

@@ -161,3 +161,29 @@ func TestUnboundBlockOnBindingModel(t *testing.T) {
 		t.Fatalf("%d %q", res.Status, res.Error)
 	}
 }
+
+func TestMalformedBodies(t *testing.T) {
+	j := New(Options{Reading: Documented(), NewAccount: true})
+	good := `{"model":"claude-fable-5-1","messages":[{"role":"user","content":"hi"}]}`
+	if res := j.Judge(Call{Body: []byte(good)}); res.Status != 200 {
+		t.Fatalf("good body: %d %s", res.Status, res.Error)
+	}
+	for _, b := range []string{
+		``, `[]`, `{`, good[:len(good)-1], good + `x`, good + `{}`,
+		`{"model":"claude-fable-5-1","messages":{}}`,
+		`{"model":"claude-fable-5-1","messages":[{"role":"user","content":"hi"},]}`,
+		`{"model":"claude-fable-5-1","messages":[{"role":"user","content":"hi}]}`,
+		`{"model":"claude-fable-5-1","messages":[{"role":"user","content":[tru]}]}`,
+		`{"model":"claude-fable-5-1","system":[1,],"messages":[]}`,
+		`{"model":"claude-fable-5-1"}`,
+		`{"model":"claude-fable-5-1","messages":[1]}`,
+	} {
+		res := j.Judge(Call{Body: []byte(b)})
+		if res.Status != 400 || res.Error == "" {
+			t.Errorf("%q: status %d %q, want a 400 with a message", b, res.Status, res.Error)
+		}
+	}
+	if res := j.Judge(Call{Body: []byte(`{"model":"gpt-9","messages":[]}`)}); res.Status != 404 {
+		t.Errorf("unknown model: %d", res.Status)
+	}
+}

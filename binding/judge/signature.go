@@ -4,7 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/binary"
 	"strings"
 )
 
@@ -12,30 +12,87 @@ import (
 // encodes it, appends an HMAC under its secret, and can later read it back
 // and detect any change.
 type record struct {
-	Kind      string   `json:"k"` // "thinking", "redacted_thinking" or "compaction"
-	Model     string   `json:"m"`
-	Bound     bool     `json:"b"`            // carries a conversation record
-	System    [32]byte `json:"s"`            // top-level system digest at mint
-	Tools     [32]byte `json:"t"`            // non-deferred tools digest at mint
-	Chain     chain    `json:"c"`            // message chain just before the block
-	Pred      [32]byte `json:"p"`            // key of the thinking block read just before it
-	HasPred   bool     `json:"hp"`           // false: it was the first block the model read
-	Text      [32]byte `json:"x,omitempty"`  // digest of the thinking text
-	TextEmpty bool     `json:"xe,omitempty"` // the text was empty (omitted display)
-	Reply     uint64   `json:"r"`            // which reply minted it
-	Index     int      `json:"i"`            // position among the reply's thinking blocks
-	Count     int      `json:"n"`            // how many thinking blocks the reply had
-	Covers    chain    `json:"cv"`           // compaction: the chain state it stands for
-	Content   [32]byte `json:"cc"`           // compaction: digest of its content
+	Kind      string // "thinking", "redacted_thinking" or "compaction"
+	Model     string
+	Bound     bool     // carries a conversation record
+	System    [32]byte // top-level system digest at mint
+	Tools     [32]byte // non-deferred tools digest at mint
+	Chain     chain    // message chain just before the block
+	Pred      [32]byte // key of the thinking block read just before it
+	HasPred   bool     // false: it was the first block the model read
+	Text      [32]byte // digest of the thinking text
+	TextEmpty bool     // the text was empty (omitted display)
+	Reply     uint64   // which reply minted it
+	Index     int      // position among the reply's thinking blocks
+	Count     int      // how many thinking blocks the reply had
+	Covers    chain    // compaction: the chain state it stands for
+	Content   [32]byte // compaction: digest of its content
 }
 
 var sigEncoding = base64.RawURLEncoding.Strict()
 
-func (j *Judge) seal(r record) string {
-	payload, err := json.Marshal(r)
-	if err != nil {
-		panic(err) // a record of fixed-size fields always marshals
+// encode lays a record out in a fixed binary form (compact signatures keep
+// simulated request bodies small).
+func (r record) encode() []byte {
+	b := make([]byte, 0, 320)
+	b = append(b, byte(len(r.Kind)))
+	b = append(b, r.Kind...)
+	b = append(b, byte(len(r.Model)))
+	b = append(b, r.Model...)
+	flags := byte(0)
+	if r.Bound {
+		flags |= 1
 	}
+	if r.HasPred {
+		flags |= 2
+	}
+	if r.TextEmpty {
+		flags |= 4
+	}
+	b = append(b, flags)
+	for _, d := range [][32]byte{r.System, r.Tools, r.Chain, r.Pred, r.Text, r.Covers, r.Content} {
+		b = append(b, d[:]...)
+	}
+	b = binary.BigEndian.AppendUint64(b, r.Reply)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Index))
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Count))
+	return b
+}
+
+func decodeRecord(b []byte) (record, bool) {
+	var r record
+	str := func() (string, bool) {
+		if len(b) < 1 || len(b) < 1+int(b[0]) {
+			return "", false
+		}
+		s := string(b[1 : 1+int(b[0])])
+		b = b[1+int(b[0]):]
+		return s, true
+	}
+	var ok bool
+	if r.Kind, ok = str(); !ok {
+		return r, false
+	}
+	if r.Model, ok = str(); !ok {
+		return r, false
+	}
+	if len(b) != 1+7*32+8+4+4 {
+		return r, false
+	}
+	r.Bound, r.HasPred, r.TextEmpty = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
+	b = b[1:]
+	for _, d := range []*[32]byte{&r.System, &r.Tools, (*[32]byte)(&r.Chain), &r.Pred, &r.Text, (*[32]byte)(&r.Covers), &r.Content} {
+		copy(d[:], b[:32])
+		b = b[32:]
+	}
+	r.Reply = binary.BigEndian.Uint64(b)
+	r.Index = int(binary.BigEndian.Uint32(b[8:]))
+	r.Count = int(binary.BigEndian.Uint32(b[12:]))
+	return r, true
+}
+
+func (j *Judge) seal(r record) string {
+	payload := r.encode()
 	mac := hmac.New(sha256.New, j.secret)
 	mac.Write(payload)
 	return sigEncoding.EncodeToString(payload) + "." + sigEncoding.EncodeToString(mac.Sum(nil))
@@ -62,11 +119,7 @@ func (j *Judge) open(sig string) (record, bool) {
 	if !hmac.Equal(sum, mac.Sum(nil)) {
 		return record{}, false
 	}
-	var r record
-	if err := json.Unmarshal(payload, &r); err != nil {
-		return record{}, false
-	}
-	return r, true
+	return decodeRecord(payload)
 }
 
 // keyOf identifies a thinking block for predecessor links: the digest of its
