@@ -606,3 +606,50 @@ func TestNotASessionFileIsFollowedUntilRewritten(t *testing.T) {
 func genSession(seed uint64) *pisession.Session {
 	return pisession.Generate(pisession.Options{Seed: seed, Turns: 2})
 }
+
+// A large file with a 1 MB line and a line over MaxLineBytes: batches stay
+// bounded, the read buffer grows only to the longest kept line, the
+// overlong line is an IngestError and every other line is ingested.
+func TestLargeFileBoundedMemory(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 33, TargetBytes: 6 << 20})
+	dir := filepath.Join(root, "--p--")
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, "big.jsonl")
+	last := sess.Lines[len(sess.Lines)-1].ID
+	mb := pisession.AssistantLine("onemega1", last, "t", "sig", strings.Repeat("x", 1<<20), time.Now())
+	huge := pisession.AssistantLine("huge0001", "onemega1", "t", "sig", strings.Repeat("y", 3<<20), time.Now())
+	after := pisession.UserLine("after001", "onemega1", "still here", time.Now())
+	data := slices.Concat(sess.Data, mb, huge, after)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore()
+	var maxEntries int
+	s.fail = func(b Batch) error {
+		maxEntries = max(maxEntries, len(b.Entries))
+		return nil
+	}
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, MaxBatchBytes: 512 << 10, MaxLineBytes: 2 << 20}, nil, s, nil)
+	s.waitFor(t, "large file", func() bool {
+		f, ok := s.file(path)
+		return ok && f.cursor.Offset == int64(len(data))
+	})
+	r.stop(t)
+	f, _ := s.file(path)
+	if n := len(f.entries); n != len(sess.Lines)-1+2 || f.entries[n-1].ID != "after001" || f.entries[n-2].ID != "onemega1" {
+		t.Errorf("%d entries, last %+v", n, f.entries[n-1])
+	}
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0].Reason, "longer than") || s.errs[0].Offset != int64(len(sess.Data)+len(mb)) || s.errs[0].Line != len(sess.Lines)+2 {
+		t.Errorf("errors %+v", s.errs)
+	}
+	if len(s.kinds(path)) < 12 {
+		t.Errorf("%d batches for %d bytes in 512 KiB batches", len(s.kinds(path)), len(data))
+	}
+	if c := cap(r.w.rd.buf); c > 4<<20 {
+		t.Errorf("read buffer grew to %d bytes", c)
+	}
+	if maxEntries > 2000 {
+		t.Errorf("a batch held %d entries", maxEntries)
+	}
+}
