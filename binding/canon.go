@@ -496,6 +496,15 @@ func isString(in []byte, s Span) bool { return s.End > s.Start && in[s.Start] ==
 // by decoded key (bytewise UTF-8), compact, markers omitted per mode,
 // duplicates refused.
 func (c *canon) object(mode objMode, w *watch) error {
+	return c.objectAt(mode, w, false)
+}
+
+// objectAt is object; when lazy, the members are left sorted in
+// c.mem[len(c.mem) at the call:] and not permuted in out, for the caller to
+// hash in order (lazyDigest) and then truncate c.mem. A content block is
+// only hashed, never embedded in a larger canonical form, so moving its
+// (often large) members into order would be wasted copying.
+func (c *canon) objectAt(mode objMode, w *watch, lazy bool) error {
 	c.depth++
 	if c.depth > maxDepth {
 		return c.fail(c.pos, "exceeded max depth")
@@ -574,11 +583,16 @@ func (c *canon) object(mode objMode, w *watch) error {
 		c.pos++
 		break
 	}
+	if lazy {
+		outStart = -1
+	}
 	if err := c.sortMembers(base, outStart, objStart); err != nil {
 		return err
 	}
 	c.out = append(c.out, '}')
-	c.mem = c.mem[:base]
+	if !lazy {
+		c.mem = c.mem[:base]
+	}
 	c.kbuf = c.kbuf[:kbase]
 	c.depth--
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"hash"
 )
 
 // Parser parses Messages request bodies, reusing its scratch buffers from one
@@ -24,6 +25,10 @@ type Parser struct {
 
 	// Memo, when set, lets Parse skip messages seen before (see Memo).
 	Memo *Memo
+
+	hash hash.Hash // SHA-256, for lazyDigest
+	hdr  [frameHeaderLen]byte
+	sum  []byte
 }
 
 // ParseRequest parses an Anthropic Messages request body in one pass and
@@ -235,6 +240,72 @@ func (p *Parser) digest(hdr int, kind byte) Digest {
 	return p.c.frameDigest(hdr, kind)
 }
 
+// punct holds the bytes lazyDigest writes between members.
+var punct = []byte("{,}")
+
+// lazyDigest frames the object whose members objectAt left sorted in
+// c.mem[base:] (their bytes in out, in input order): the same digest
+// frameDigest would give over the permuted canonical bytes.
+func (p *Parser) lazyDigest(base int, kind byte) Digest {
+	c := &p.c
+	ms := c.mem[base:]
+	n, k := 2, 0
+	for i := range ms {
+		if !ms[i].omit {
+			n += ms[i].seg1 - ms[i].seg0
+			k++
+		}
+	}
+	if k > 1 {
+		n += k - 1
+	}
+	if p.trace != nil {
+		canon := append([]byte(nil), '{')
+		for i, j := range p.lazyOrder(ms) {
+			if i > 0 {
+				canon = append(canon, ',')
+			}
+			canon = append(canon, c.out[ms[j].seg0:ms[j].seg1]...)
+		}
+		p.trace(kind, append(canon, '}'))
+	}
+	if p.hash == nil {
+		p.hash = sha256.New()
+	}
+	h := p.hash
+	h.Reset()
+	binary.BigEndian.PutUint32(p.hdr[0:4], FramingVersion)
+	p.hdr[4] = kind
+	binary.BigEndian.PutUint64(p.hdr[5:13], uint64(n))
+	h.Write(p.hdr[:])
+	h.Write(punct[0:1])
+	first := true
+	for i := range ms {
+		if ms[i].omit {
+			continue
+		}
+		if !first {
+			h.Write(punct[1:2])
+		}
+		first = false
+		h.Write(c.out[ms[i].seg0:ms[i].seg1])
+	}
+	h.Write(punct[2:3])
+	p.sum = h.Sum(p.sum[:0])
+	return Digest(p.sum)
+}
+
+// lazyOrder lists the indices of the members that are written (tests only).
+func (p *Parser) lazyOrder(ms []member) []int {
+	var idx []int
+	for i := range ms {
+		if !ms[i].omit {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
 // decoded returns the decoded value of the string literal at s (valid,
 // quotes included), in the input when it has no escapes, else in scratch.
 func (p *Parser) decoded(s Span) []byte {
@@ -440,8 +511,10 @@ func (p *Parser) content() error {
 		hdr := c.reserveHeader()
 		var w watch
 		var err error
-		if c.pos < len(c.in) && c.in[c.pos] == '{' {
-			err = c.object(modeBlock, &w)
+		base := len(c.mem)
+		lazy := c.pos < len(c.in) && c.in[c.pos] == '{'
+		if lazy {
+			err = c.objectAt(modeBlock, &w, true)
 		} else {
 			err = c.value()
 		}
@@ -465,8 +538,13 @@ func (p *Parser) content() error {
 		case KindRedacted:
 			b.Key, b.Signed = p.blockKey(w.data)
 		default:
-			b.Digest = p.digest(hdr, kindBlock)
+			if lazy {
+				b.Digest = p.lazyDigest(base, kindBlock)
+			} else {
+				b.Digest = p.digest(hdr, kindBlock)
+			}
 		}
+		c.mem = c.mem[:base]
 		c.out = c.out[:hdr]
 		p.blocks = append(p.blocks, b)
 		c.ws()
