@@ -237,7 +237,7 @@ func AttributeReply(cands []*CompileRecord, reply *Message) ([]Stamp, *StampSkip
 	var ids []string
 	agree := true
 	for _, r := range cands {
-		if r == nil || r.DryRun {
+		if r == nil || r.DryRun || r.Refused {
 			continue
 		}
 		ids = append(ids, r.ID)

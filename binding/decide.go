@@ -4,6 +4,35 @@ package binding
 // individual verdicts, the kept set (run rule, latest assistant message,
 // choice), emptied messages dropped, attribution by prefix before deciding,
 // and cache.firstChange against the branch owner.
+//
+// Decisions taken where the design and research are [INF], [CONFLICT] or
+// silent (each pinned by a test):
+//   - Verdicts compare a stamp with chain(b) as SENT: after a message the
+//     strip empties is dropped, the chain after it is recomputed, and the
+//     verdicts, the kept set and the drops are iterated to a fixed point
+//     (bounded; past the bound every thinking block is stripped, which the
+//     provider always accepts).
+//   - A thinking block with an empty signature (redacted: empty data) is
+//     stripped as "unsigned" on every target, never released.
+//   - A repeated key in one request (the same block twice) is a reordering:
+//     the repeat is stripped as "gap" and not released (the first stays).
+//   - A valid block the target cannot read (only possible when the target
+//     does not bind) is kept and stands outside the run: the provider drops
+//     it unread, it links nothing and breaks nothing, and it is never
+//     released, so it comes back for a model that reads it.
+//   - An unstamped block's predecessor (only used before engagement or for
+//     a target that does not bind) is the previous block of the request the
+//     target can read, released or not.
+//   - A compile marked Refused (the host reported its 400) minted nothing:
+//     attribution ignores it.
+//   - Attribution by prefix matches the remembered compile's sent chain
+//     against the chain before the reply both as the host gave it and as
+//     this compile sends it; qualifying compiles must agree on seed, sent
+//     chain, last block read and model, else stamp-skipped.
+//   - cache.firstChange: "system" when the seed (system or tools) differs;
+//     a position inside the owner's request otherwise; "" when this request
+//     only appends to the owner's (a block appended to the owner's last
+//     message is an append).
 
 // CompileInput is everything one compile decision reads. The daemon loads:
 //   - Stamps: the stamps for StampKeys(Request) (a missing key means no stamp);
@@ -344,7 +373,7 @@ func (d *decider) attributeMessage(from, to int) {
 	var ids []string
 	agree := true
 	for _, r := range d.in.Remembered {
-		if r == nil || r.DryRun {
+		if r == nil || r.DryRun || r.Refused {
 			continue
 		}
 		host := r.End == hostBefore
@@ -398,11 +427,12 @@ func (d *decider) attributeMessage(from, to int) {
 //
 // A block without a stamp (only valid when the conversation is not engaged
 // or the target does not bind) is assumed to have been minted reading the
-// previous signed thinking block of the request that the branch has not
-// released (decision: a block released by signature or by bindery was not
-// sent after its release, so a block minted later read the one before it;
-// a 400's release takes every later block with it), skipping blocks the
-// target cannot read (the model never read them).
+// previous signed thinking block of the request, released or not, skipping
+// blocks the target cannot read (the model never read them). Decision: the
+// host's history is the order the blocks were minted in; assuming a
+// released block was skipped would keep an older block next to a block
+// minted while the older one was stripped, which the provider refuses; the
+// other way only costs retention.
 func (d *decider) verdicts() {
 	var prev Digest
 	for i := range d.tb {
@@ -436,7 +466,7 @@ func (d *decider) verdicts() {
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
 		}
-		if t.signed && !t.dup && !t.unreadable && !d.in.Released[t.key] {
+		if t.signed && !t.dup && !t.unreadable {
 			prev = t.key
 		}
 	}

@@ -545,15 +545,44 @@ func maps(m map[Digest]Stamp) map[Digest]Stamp {
 
 func TestUnstampedPredecessorAssumption(t *testing.T) {
 	// Before engagement nothing is stamped: a block is assumed to have read
-	// the previous block the branch has not released (decision; a block
-	// released by signature was not sent after its release).
-	s := newSim(t)
+	// the previous block of the request, released or not (decision: C may
+	// have been minted while B was still sent; keeping A next to C would
+	// then be refused, stripping A only costs retention).
 	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4")}
-	s.rel["main"] = map[Digest]bool{key("B"): true}
 	req, _ := ParseRequest(body(opus55, "sys", h))
-	c, _ := Compile(CompileInput{ID: "x", Request: req, Released: s.rel["main"]})
+	c, _ := Compile(CompileInput{ID: "x", Request: req, Released: map[Digest]bool{key("B"): true}})
+	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 released")
+	// A block the target cannot read is skipped: the model never read it.
+	// Opus 5.5 blocks on Sonnet 5 (no binding): B unreadable, C read A.
+	st := map[Digest]Stamp{key("B"): {Key: key("B"), Model: opus55}}
+	req, _ = ParseRequest(body("claude-sonnet-5", "sys", h))
+	c, _ = Compile(CompileInput{ID: "y", Request: req, Engaged: true, Stamps: st})
+	expectStrips(t, c)
+	if !slices.Equal(c.Kept, []Digest{key("A"), key("B"), key("C")}) || c.Record.LastRead != key("C") || !c.Record.Kept[1].Unreadable {
+		t.Fatalf("kept %v %+v", c.Kept, c.Record.Kept)
+	}
+}
+
+func TestRefusedCompileIgnoredByAttribution(t *testing.T) {
+	// A compile the provider refused (bad signature) and its retry at the
+	// same head differ in what they kept; the refused one minted nothing.
+	s := newSim(t)
+	h := append(threeTurns(s), u("u3"))
+	bad, _ := s.compile(body(opus55, "sys", h))
+	s.rel["main"] = map[Digest]bool{key("S2"): true} // released by signature
+	retry, sent := s.compile(body(opus55, "sys", h))
+	r := a(th("S3"), tx("a3"))
+	s.mint(sent, r)
+	next := append(slices.Clone(h), r, u("u4"))
+	c, _ := s.compileOpt(copt{dry: true}, body(opus55, "sys", next))
+	expectStrips(t, c, "messages.3.content.0 released", "messages.5.content.0 no-stamp")
+	s.recs[bad.ID] = MarkRefused(s.recs[bad.ID])
+	if s.recs[bad.ID].Refused != true || s.recs[retry.ID].Refused {
+		t.Fatal("MarkRefused")
+	}
+	c, _ = s.compile(body(opus55, "sys", next))
 	expectStrips(t, c, "messages.3.content.0 released")
-	if !slices.Equal(c.Kept, []Digest{key("A"), key("C")}) {
+	if !slices.Equal(c.Kept, []Digest{key("S1"), key("S3")}) {
 		t.Fatalf("kept %v", c.Kept)
 	}
 }

@@ -35,8 +35,10 @@ func ParsePath(s string) (Pos, error) {
 // every later thinking block the compile sent (the provider says removing
 // only the named block is not enough: the edit bindery could not see
 // precedes all of them). ErrBadPath when the path names no thinking block
-// the compile sent. A bad-signature 400 is not a binding refusal: the host
-// reports it, and bindery never "fixes" a signature.
+// the compile sent. The daemon should also store MarkRefused(rec): the
+// refused request minted nothing. A bad-signature 400 is not a binding
+// refusal: the host releases that block by signature, and bindery never
+// "fixes" a signature.
 func ReleaseAtPath(rec *CompileRecord, sentPath string) ([]Release, error) {
 	if rec == nil {
 		return nil, ErrUnknownCompile
@@ -54,6 +56,14 @@ func ReleaseAtPath(rec *CompileRecord, sentPath string) ([]Release, error) {
 		out = append(out, Release{Key: kb.Key, Reason: ReleaseHost, Compile: rec.ID, Message: kb.Orig.Message, Path: kb.Orig.Path()})
 	}
 	return out, nil
+}
+
+// MarkRefused returns a copy of rec marked Refused: the provider refused its
+// request, so no reply was minted under it and attribution ignores it.
+func MarkRefused(rec *CompileRecord) *CompileRecord {
+	r := *rec
+	r.Refused = true
+	return &r
 }
 
 // SignatureKey is the key of a thinking block from its signature (or of a

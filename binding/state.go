@@ -124,6 +124,11 @@ type CompileRecord struct {
 	Engaged      bool   // the conversation was engaged when the compile was decided
 	DryRun       bool   // decided and reported only; never accepted, never persisted
 	Accepted     bool
+	// Refused: the provider refused this compile's request (a 400 the host
+	// reported: the daemon stores MarkRefused(rec)), so it minted nothing:
+	// attribution ignores it, which keeps a refused compile and its retry
+	// at one head from making the retry's reply unattributable.
+	Refused bool
 
 	Seed     Digest        // the request's seed
 	End      Digest        // message chain at the end of what was sent
