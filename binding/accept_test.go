@@ -191,3 +191,19 @@ func TestUnsignedAndRedacted(t *testing.T) { // 24
 		t.Fatalf("unsigned released %+v", c.Record.Strips)
 	}
 }
+
+func TestOrganizationMismatchLoggedAndNotRead(t *testing.T) { // 32, 33
+	s := newSim(t)
+	h := append(threeTurns(s), u("u3"))
+	c, sent := s.compile(body(opus55, "sys", h))
+	r3 := a(th("S3"), tx("a3"))
+	s.mint(sent, r3, key("S2"))
+	out, err := s.accept(c.ID, r3, InputTransformation{Type: TransformDropped, Path: "messages.3.content.0", Reason: ReasonOrgMismatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not a prefix mismatch: logged, not released; but it was not read.
+	if len(out.Releases) != 0 || len(out.Events) != 1 || out.Events[0].Reason != ReasonOrgMismatch || out.Stamps[0].Pred != key("S1") {
+		t.Fatalf("%+v", out)
+	}
+}
