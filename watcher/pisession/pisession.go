@@ -426,7 +426,7 @@ func (g *gen) userTurn() {
 			g.put(Line{Type: "label"}, lb)
 		}
 	}
-	if extras && g.rng.IntN(12) == 0 {
+	if extras && g.turn%17 == 3 {
 		g.put(Line{Type: "some_future_entry"}, entry("some_future_entry", "", "", g.tick(1), kv{"payload", obj{{"x", 1}}}))
 	}
 }
