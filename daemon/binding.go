@@ -1036,6 +1036,7 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	}
 	defer c.mu.Unlock()
 	var rels []binding.Release
+	var refused *binding.CompileRecord // the compile whose request the provider refused
 	branch := signatureBranch
 	compile := ""
 	if call.Signature != "" {
@@ -1052,6 +1053,9 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 			return nil, err
 		}
 		branch, compile = e.branch, e.rec.ID
+		if !e.accepted {
+			refused = binding.MarkRefused(e.rec)
+		}
 	}
 	now := time.Now().UnixMilli()
 	var added []db.ReleaseRow
@@ -1073,6 +1077,11 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 		if added, err = db.InsertReleases(ctx, tx, rows); err != nil {
 			return err
 		}
+		if refused != nil {
+			if err := db.UpdateRecord(ctx, tx, refused); err != nil {
+				return err
+			}
+		}
 		if len(added) > 0 {
 			return emit(api.EventRelease, c.id, releaseFields(compile, branch, "host", added))
 		}
@@ -1086,6 +1095,9 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 		c.row = db.ConversationRow{ID: c.id, CreatedMs: now}
 	}
 	c.releases = append(c.releases, added...)
+	if refused != nil {
+		c.compiles[call.CompileID].rec = refused
+	}
 	return &api.ReleaseAnswer{Released: len(added)}, nil
 }
 

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -137,10 +136,7 @@ func NextCompileSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
 // forgets what retention no longer keeps on its branch and conversation.
 // It returns the ids of unaccepted compiles it deleted.
 func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64, keep CompileRetention) ([]string, error) {
-	blob, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
-	}
+	blob := encodeRecord(rec)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`,
 		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, blob); err != nil {
 		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
@@ -177,10 +173,7 @@ func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, 
 // recorded, and drops the records of accepted compiles of the branch that
 // are neither its owner nor among its newest keep.PerBranch.
 func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int, keep CompileRetention) error {
-	blob, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
-	}
+	blob := encodeRecord(rec)
 	res, err := tx.ExecContext(ctx, `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`,
 		acceptedMs, stamped, released, blob, rec.ID)
 	if err != nil {
@@ -372,8 +365,7 @@ func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]Compile
 		}
 		c.AcceptedMs = acc.Int64
 		if blob != nil {
-			c.Record = new(binding.CompileRecord)
-			if err := json.Unmarshal(blob, c.Record); err != nil {
+			if c.Record, err = decodeRecord(blob); err != nil {
 				return nil, fmt.Errorf("compile %s record: %w", c.ID, err)
 			}
 		}
@@ -550,4 +542,13 @@ func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys [
 		n += int(d)
 	}
 	return n, nil
+}
+
+// UpdateRecord rewrites a stored compile record (a refusal the host
+// reported marks it refused, so attribution ignores it).
+func UpdateRecord(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`, encodeRecord(rec), rec.ID); err != nil {
+		return fmt.Errorf("update compile %s: %w", rec.ID, err)
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ CREATE TABLE branches (
     PRIMARY KEY (conversation, branch)
 ) WITHOUT ROWID;
 
--- compiles: the compile records (binding.CompileRecord, JSON in record).
+-- compiles: the compile records (binding.CompileRecord, in db/record.go's binary form).
 -- seq orders compiles and is never reused. Unaccepted compiles beyond the
 -- newest kept per branch are deleted (their accept is then 404); accepted
 -- ones keep their row so a repeated accept answers 200, and lose their
