@@ -118,7 +118,9 @@ func (r *recordReader) bytes(n int) []byte {
 	return v
 }
 
-func (r *recordReader) string() string { return string(r.bytes(int(min(r.uvarint(), uint64(len(r.b)+1))))) }
+func (r *recordReader) string() string {
+	return string(r.bytes(int(min(r.uvarint(), uint64(len(r.b)+1)))))
+}
 
 func (r *recordReader) digest() (d binding.Digest) { copy(d[:], r.bytes(32)); return d }
 

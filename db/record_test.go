@@ -15,7 +15,7 @@ func fullRecord() *binding.CompileRecord {
 		Seed: bdigest("s"), End: bdigest("e"), LastRead: bdigest("l"),
 		Kept: []binding.KeptBlock{{Key: bdigest("k"), Orig: binding.Pos{Message: 3, Block: 1}, Sent: binding.Pos{Message: 2, Block: 0}, Unreadable: true},
 			{Key: bdigest("k2"), Orig: binding.Pos{Message: 5, Block: 0}, Sent: binding.Pos{Message: 4, Block: 0}}},
-		Sent: []binding.SentMessage{{Orig: 0, Frame: 1<<63 + 5}, {Orig: 1, Frame: 2, Blocks: []uint64{}}, {Orig: 3, Frame: 3, Blocks: []uint64{7, 1 << 60}}},
+		Sent:   []binding.SentMessage{{Orig: 0, Frame: 1<<63 + 5}, {Orig: 1, Frame: 2, Blocks: []uint64{}}, {Orig: 3, Frame: 3, Blocks: []uint64{7, 1 << 60}}},
 		Strips: []binding.Release{{Key: bdigest("x"), Reason: "gap", Compile: "c_1", Message: -1, Path: "messages.1.content.0", Seq: -7}},
 	}
 }
