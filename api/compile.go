@@ -133,6 +133,7 @@ type ConversationState struct {
 	Parent       *BranchRef    `json:"parent,omitempty"`
 	Branches     []BranchState `json:"branches"`
 	Stamps       int           `json:"stamps"`
+	StampsLinked int           `json:"stampsLinked"` // stamps whose reply bindery has seen land in the session file
 	Releases     []ReleaseInfo `json:"releases"`
 	Compiles     int           `json:"compiles"` // remembered compile records
 }

@@ -1111,12 +1111,12 @@ func (b *Binder) Conversation(ctx context.Context, id string) (*api.Conversation
 	if !c.stored && len(c.compiles) == 0 {
 		return nil, api.Errorf(api.CodeUnknownConversation, "conversation %q is unknown to bindery", id)
 	}
-	byBranch, total, err := b.db.StampCounts(ctx, id)
+	byBranch, total, linked, err := b.db.StampCounts(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	st := &api.ConversationState{Conversation: id, Engaged: c.row.EngagedCompile != "", SessionFile: c.row.SessionFile,
-		Stamps: total, Compiles: len(c.compiles), Branches: []api.BranchState{}, Releases: []api.ReleaseInfo{}}
+		Stamps: total, StampsLinked: linked, Compiles: len(c.compiles), Branches: []api.BranchState{}, Releases: []api.ReleaseInfo{}}
 	if c.row.ParentConversation != "" {
 		st.Parent = &api.BranchRef{Conversation: c.row.ParentConversation, Branch: c.row.ParentBranch}
 	}

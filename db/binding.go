@@ -415,25 +415,26 @@ func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Dig
 }
 
 // StampCounts returns how many stamps each branch of a conversation
-// minted, and the conversation's total.
-func (d *DB) StampCounts(ctx context.Context, conversation string) (map[string]int, int, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT branch, count(*) FROM stamps WHERE conversation = ? GROUP BY branch`, conversation)
+// minted, the conversation's total, and how many of those are linked to
+// the session entry holding their block.
+func (d *DB) StampCounts(ctx context.Context, conversation string) (byBranch map[string]int, total, linked int, err error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT branch, count(*), count(entry) FROM stamps WHERE conversation = ? GROUP BY branch`, conversation)
 	if err != nil {
-		return nil, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
+		return nil, 0, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	total := 0
+	byBranch = map[string]int{}
 	for rows.Next() {
 		var b string
-		var n int
-		if err := rows.Scan(&b, &n); err != nil {
-			return nil, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
+		var n, l int
+		if err := rows.Scan(&b, &n, &l); err != nil {
+			return nil, 0, 0, fmt.Errorf("count stamps of %s: %w", conversation, err)
 		}
-		out[b] = n
+		byBranch[b] = n
 		total += n
+		linked += l
 	}
-	return out, total, rows.Err()
+	return byBranch, total, linked, rows.Err()
 }
 
 func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }

@@ -108,7 +108,7 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 	if err != nil || len(stamps) != 1 || stamps[bdigest("r1")].Chain != bdigest("ch") || !stamps[bdigest("r1")].Pred.IsZero() {
 		t.Fatalf("stamps: %+v %v", stamps, err)
 	}
-	if _, total, _ := d.StampCounts(t.Context(), "conv"); total != 1 {
+	if _, total, linked, _ := d.StampCounts(t.Context(), "conv"); total != 1 || linked != 0 {
 		t.Fatalf("stamp count %d", total)
 	}
 	// linking to the session entry happens once
@@ -123,6 +123,9 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, _, linked, _ := d.StampCounts(t.Context(), "conv"); linked != 1 {
+		t.Fatalf("linked stamps %d", linked)
 	}
 	// an engagement is never moved
 	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {

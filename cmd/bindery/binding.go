@@ -333,7 +333,7 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if st.SessionFile != "" {
 		fmt.Fprintf(tw, "  session file\t%s\n", st.SessionFile)
 	}
-	fmt.Fprintf(tw, "  stamps\t%d\n", st.Stamps)
+	fmt.Fprintf(tw, "  stamps\t%d (%d linked to session entries)\n", st.Stamps, st.StampsLinked)
 	fmt.Fprintf(tw, "  releases\t%d\n", len(st.Releases))
 	fmt.Fprintf(tw, "  compiles remembered\t%d\n", st.Compiles)
 	if err := tw.Flush(); err != nil {

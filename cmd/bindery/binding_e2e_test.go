@@ -506,6 +506,11 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 	if !st.Engaged || st.Stamps != 6 || len(st.Releases) != 1 || st.Releases[0].Branch != "u5" {
 		t.Fatalf("session state: %+v", st)
 	}
+	// every reply landed in the file: its stamp links to its entry
+	waitUntil(t, "stamps linked to their session entries", func() bool {
+		st, err := d.client.Conversation(ctxT(t), sid)
+		return err == nil && st.StampsLinked == 6
+	})
 	t.Logf("%d restarts", restarts)
 }
 
