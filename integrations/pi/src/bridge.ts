@@ -37,6 +37,8 @@ interface SessionState {
   kept: number;
   /** Set after the provider refused a block, when dropBlock is on and the route accepts it. */
   dropBlock: boolean;
+  /** Leaf ids this session compiled at, to name a new leaf's parent branch. */
+  compiledLeaves: Set<string>;
 }
 
 export interface Counters {
@@ -106,7 +108,7 @@ export class BinderyBridge {
   private sessionFor(ctx: PiContext): SessionState {
     const id = ctx.sessionManager.getSessionId();
     if (!this.session || this.session.id !== id) {
-      this.session = { id, stripped: new Set(), kept: 0, dropBlock: false };
+      this.session = { id, stripped: new Set(), kept: 0, dropBlock: false, compiledLeaves: new Set() };
       this.pending = undefined;
       if (this.settings.dropBlock && recordedDropBlock(ctx)) {
         this.session.dropBlock = true;
@@ -174,12 +176,13 @@ export class BinderyBridge {
     const conversation = session.id;
     const branch = ctx.sessionManager.getLeafId() ?? undefined;
     const sessionFile = ctx.sessionManager.getSessionFile();
+    const parent = parentBranch(ctx, session, branch);
     let answer: CompileAnswer;
     try {
       answer = await this.client.call<CompileAnswer>(
         "POST",
         "/v1/compile",
-        { conversation, branch, sessionFile, request: payload, return: "request" },
+        { conversation, branch, sessionFile, parent, request: payload, return: "request" },
         this.settings.compileTimeoutMs,
       );
       if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
@@ -193,6 +196,7 @@ export class BinderyBridge {
       return out === payload ? undefined : out;
     }
     this.counters.compiles++;
+    if (branch) session.compiledLeaves.add(branch);
     this.succeeded(ctx);
     let sent = answer.request as Record<string, unknown>;
     const strips: { path?: unknown }[] = Array.isArray(answer.strips) ? answer.strips : [];
@@ -296,6 +300,27 @@ export class BinderyBridge {
     this.sessionFor(ctx);
     this.showStatus(ctx);
   }
+}
+
+/**
+ * The deepest earlier compiled leaf on the path to `branch`, as api.md's `parent`: bindery
+ * learns pi's tree from the session file, but the newest entries may not be ingested yet,
+ * and an ephemeral session (pi --no-session) has no file at all. pi's in-memory tree
+ * knows; passing it lets releases and engagement follow the branch either way.
+ */
+function parentBranch(ctx: PiContext, session: SessionState, branch: string | undefined): { conversation: string; branch: string } | undefined {
+  if (session.compiledLeaves.size === 0) return undefined;
+  let path: { id: string }[];
+  try {
+    path = ctx.sessionManager.getBranch?.() ?? [];
+  } catch {
+    return undefined;
+  }
+  for (let i = path.length - 1; i >= 0; i--) {
+    const id = path[i]?.id;
+    if (id !== branch && session.compiledLeaves.has(id)) return { conversation: session.id, branch: id };
+  }
+  return undefined;
 }
 
 /** Whether this session's file records that drop_block was turned on (an earlier pi run). */

@@ -53,6 +53,8 @@ export interface PiSessionManager {
   getSessionId(): string;
   getLeafId(): string | null;
   getSessionFile(): string | undefined;
+  /** The entries from the root to the current leaf. */
+  getBranch?(): { id: string }[];
   /** Every entry of the session file (all branches), in file order. */
   getEntries?(): { type: string; customType?: string; data?: unknown }[];
 }

@@ -52,6 +52,27 @@ test("compile sends session, leaf, file and payload; the answer's request is wha
   assert.equal(ctx.notes.length, 0);
 });
 
+test("a later compile names the deepest earlier compiled leaf on its path as parent", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  ctx.leaf = "u1";
+  ctx.branchPath = ["u1"];
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  ctx.leaf = "t1";
+  ctx.branchPath = ["u1", "a1", "t1"];
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  // /tree back to u1 and a sibling prompt u2: its parent is u1, not t1 (not on its path).
+  ctx.leaf = "u2";
+  ctx.branchPath = ["u1", "a1", "u2"];
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.deepEqual(
+    d.calls.map((c) => c.body.parent),
+    [undefined, { conversation: "sess-1", branch: "u1" }, { conversation: "sess-1", branch: "u1" }],
+  );
+});
+
 test("a non-Anthropic payload is not sent to bindery", async (t) => {
   const d = await new StubDaemon().start();
   t.after(() => d.stop());

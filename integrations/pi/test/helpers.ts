@@ -16,7 +16,10 @@ export class FakeCtx implements PiContext {
     setStatus: (_key: string, text: string | undefined) => void this.statuses.push(text),
   };
   entries: { type: string; customType?: string; data?: unknown }[] = [];
+  /** Ids from the root to the leaf, as pi's getBranch() returns entries. */
+  branchPath: string[] = [];
   sessionManager = {
+    getBranch: () => this.branchPath.map((id) => ({ id })),
     getEntries: () => this.entries,
     getSessionId: () => this.sessionId,
     getLeafId: () => this.leaf,

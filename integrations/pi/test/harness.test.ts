@@ -1,0 +1,230 @@
+/**
+ * Cases real pi cannot reach in print mode, driven by a harness that fires pi's events in
+ * pi's order and shapes (session_start, before_provider_request with pi's payload,
+ * message_end with pi's AssistantMessage) through the extension's bridge, against the real
+ * bindery and the fake Anthropic server:
+ * - /tree: moving the leaf back within one session file and growing a sibling branch, then
+ *   returning to the first branch (interactive only; print mode can only --fork);
+ * - a lost accept (pi killed between the response and the accept): bindery must attribute
+ *   the reply by its prefix;
+ * - the footer line and notices pi's interactive UI would show.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { BinderyBridge } from "../src/bridge.js";
+import { defaultSettings } from "../src/settings.js";
+import { FakeAnthropic } from "./fake-anthropic.js";
+import { BinderyProcess, resolveBindery, tempRoot } from "./e2e-support.js";
+import { FakeCtx, uiReporter } from "./helpers.js";
+
+const resolved = await resolveBindery();
+const skip = "skip" in resolved ? `harness skipped: ${resolved.skip}` : false;
+if (skip) console.log(`# ${skip}`);
+const bin = "bin" in resolved ? resolved.bin : "";
+
+type Block = Record<string, any>;
+interface Entry {
+  id: string;
+  parent: string | null;
+  wire: { role: string; content: Block[] };
+}
+
+/** Parses the fake's SSE answer into the wire reply and pi's AssistantMessage for it. */
+async function callProvider(baseUrl: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${baseUrl}/v1/messages`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
+  const text = await res.text();
+  if (res.status !== 200) {
+    return { status: res.status, pi: { role: "assistant", content: [], model: (body as any).model, stopReason: "error", errorMessage: `${res.status} ${JSON.parse(text).error.message}` } };
+  }
+  const blocks: Block[] = [];
+  let stop = "";
+  for (const chunk of text.split("\n\n")) {
+    const data = chunk.split("\n").find((l) => l.startsWith("data: "));
+    if (!data) continue;
+    const ev = JSON.parse(data.slice(6));
+    if (ev.type === "content_block_start") blocks[ev.index] = { ...ev.content_block };
+    if (ev.type === "content_block_delta") {
+      const b = blocks[ev.index];
+      if (ev.delta.type === "thinking_delta") b.thinking += ev.delta.thinking;
+      if (ev.delta.type === "signature_delta") b.signature += ev.delta.signature;
+      if (ev.delta.type === "text_delta") b.text += ev.delta.text;
+      if (ev.delta.type === "input_json_delta") b.input = JSON.parse(ev.delta.partial_json);
+    }
+    if (ev.type === "message_delta") stop = ev.delta.stop_reason;
+  }
+  // pi's shape, as pi-ai's Anthropic provider builds it from these events.
+  const piContent = blocks.map((b) =>
+    b.type === "thinking"
+      ? { type: "thinking", thinking: b.thinking, thinkingSignature: b.signature }
+      : b.type === "redacted_thinking"
+        ? { type: "thinking", thinking: "[Reasoning redacted]", thinkingSignature: b.data, redacted: true }
+        : b.type === "tool_use"
+          ? { type: "toolCall", id: b.id, name: b.name, arguments: b.input }
+          : { type: "text", text: b.text },
+  );
+  return {
+    status: 200,
+    wire: { role: "assistant", content: blocks },
+    pi: { role: "assistant", content: piContent, model: (body as any).model, stopReason: stop === "tool_use" ? "toolUse" : "stop", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 } },
+  };
+}
+
+/** A pi-like host: a session tree of wire messages, a leaf, and pi's request loop. */
+class Host {
+  entries = new Map<string, Entry>();
+  leaf: string | null = null;
+  n = 0;
+  ctx = new FakeCtx();
+  /** When set, message_end is not delivered (pi died before the accept). */
+  dropAccept = false;
+  constructor(
+    readonly bridge: BinderyBridge,
+    readonly baseUrl: string,
+  ) {
+    this.ctx.sessionId = `harness-${Math.random().toString(36).slice(2)}`;
+    this.ctx.file = undefined; // no session file: bindery works from the requests alone
+    this.ctx.leaf = null;
+    bridge.sessionStart(this.ctx);
+  }
+
+  private append(wire: Entry["wire"]): void {
+    const id = `e${++this.n}`;
+    this.entries.set(id, { id, parent: this.leaf, wire });
+    this.setLeaf(id);
+  }
+
+  /** Moves the leaf (an append, or /tree) and pi's getBranch() with it. */
+  setLeaf(id: string | null): void {
+    this.leaf = id;
+    this.ctx.leaf = id;
+    this.ctx.branchPath = this.path().map((e) => e.id);
+  }
+
+  path(): Entry[] {
+    const out: Entry[] = [];
+    for (let id = this.leaf; id; id = this.entries.get(id)!.parent) out.unshift(this.entries.get(id)!);
+    return out;
+  }
+
+  /** pi's payload: system and tools first, the branch's messages, a cache marker on the last user block. */
+  payload(): Record<string, any> {
+    const messages = structuredClone(this.path().map((e) => e.wire));
+    const last = messages.at(-1)!;
+    last.content.at(-1)!.cache_control = { type: "ephemeral" };
+    return {
+      model: "claude-fable-5-2",
+      max_tokens: 32000,
+      stream: true,
+      system: [{ type: "text", text: "You are pi (harness).", cache_control: { type: "ephemeral" } }],
+      tools: [{ name: "bash", description: "run a command", input_schema: { type: "object", properties: { command: { type: "string" } } } }],
+      thinking: { type: "enabled", budget_tokens: 16384 },
+      messages,
+    };
+  }
+
+  /** One prompt: user message, then requests until the model stops calling tools. */
+  async prompt(text: string): Promise<number[]> {
+    this.append({ role: "user", content: [{ type: "text", text }] });
+    const statuses: number[] = [];
+    for (;;) {
+      const payload = this.payload();
+      const sent = (await this.bridge.beforeProviderRequest(payload, this.ctx)) ?? payload;
+      const r = await callProvider(this.baseUrl, sent);
+      statuses.push(r.status);
+      if (!this.dropAccept) await this.bridge.messageEnd(r.pi, this.ctx);
+      if (r.status !== 200) return statuses;
+      this.append(r.wire as Entry["wire"]);
+      const tu = r.wire!.content.find((b) => b.type === "tool_use");
+      if (!tu) return statuses;
+      this.append({ role: "user", content: [{ type: "tool_result", tool_use_id: tu.id, content: `ran ${tu.input.command}`, is_error: false }] });
+    }
+  }
+}
+
+describe("harness: pi's events in pi's order, real bindery, fake Anthropic", { skip }, () => {
+  let fake: FakeAnthropic;
+  let d: BinderyProcess;
+  let bridge: BinderyBridge;
+  before(async () => {
+    fake = new FakeAnthropic();
+    await fake.start();
+    d = new BinderyProcess(bin, tempRoot());
+    await d.start();
+    bridge = new BinderyBridge({ ...defaultSettings({}, "/h"), socketPath: d.socketPath }, uiReporter);
+  });
+  after(async () => {
+    await d?.stop();
+    await fake?.stop();
+  });
+
+  test("/tree: a sibling branch in the same session keeps the shared thinking; the first branch keeps its own", async () => {
+    const h = new Host(bridge, fake.baseUrl);
+    const from = fake.requests.length;
+    await h.prompt("shared tools:1");
+    const forkPoint = h.leaf;
+    const shared = fake.requests.slice(from).flatMap((r) => r.minted);
+    await h.prompt("branch A tools:1");
+    const leafA = h.leaf;
+    const aReqs = fake.requests.slice(from);
+    const mintedA = aReqs.flatMap((r) => r.minted);
+    // /tree back to the end of the shared turn; the next prompt grows a sibling.
+    h.setLeaf(forkPoint);
+    const mB = fake.requests.length;
+    await h.prompt("branch B tools:1");
+    const bReqs = fake.requests.slice(mB);
+    assert.deepEqual(bReqs[0].signatures, shared, "the sibling replays the shared thinking");
+    const mintedB = bReqs.flatMap((r) => r.minted);
+    // Back to branch A.
+    h.setLeaf(leafA);
+    const mA2 = fake.requests.length;
+    await h.prompt("A again");
+    const last = fake.requests[mA2];
+    assert.deepEqual(last.signatures, mintedA, "branch A replays its own thinking");
+    for (const s of mintedB) assert.ok(!last.signatures.includes(s));
+    assert.deepEqual(fake.requests.slice(from).filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), []);
+    assert.match(h.ctx.status!, /^bindery ✓ thinking kept \d+ · stripped 0$/);
+  });
+
+  // binding.md: a reply whose accept never arrived is stamped by attribution by prefix from
+  // the remembered compile it answered. bindery (as of this commit) strips it as no-stamp
+  // when the next compile is at a descendant leaf, even with `parent` naming the compile's
+  // leaf: a daemon gap, reported; the test stays strict and is marked todo until fixed.
+  test("a lost accept: the reply is attributed by its prefix, its thinking still replayed", { todo: "bindery strips it as no-stamp (attribution across a leaf move)" }, async () => {
+    const h = new Host(bridge, fake.baseUrl);
+    const from = fake.requests.length;
+    await h.prompt("one tools:1");
+    h.dropAccept = true;
+    await h.prompt("two");
+    h.dropAccept = false;
+    await h.prompt("three");
+    const reqs = fake.requests.slice(from);
+    assert.deepEqual(reqs.filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), []);
+    const all = reqs.slice(0, -1).flatMap((r) => r.minted);
+    assert.deepEqual(reqs.at(-1)!.signatures, all, "replies whose accept never came are still replayed");
+  });
+
+  test("the interactive footer and notices: a refusal, the release, the clean retry", async () => {
+    const h = new Host(bridge, fake.baseUrl);
+    await h.prompt("one tools:1");
+    // Another extension edits the first message after bindery compiled (loaded after it).
+    const orig = h.bridge.beforeProviderRequest.bind(h.bridge);
+    h.bridge.beforeProviderRequest = async (p: unknown, ctx) => {
+      const out: any = (await orig(p, ctx)) ?? p;
+      const edited = structuredClone(out);
+      edited.messages[0].content[0].text += " [edited after bindery]";
+      return edited;
+    };
+    try {
+      const st = await h.prompt("two");
+      assert.deepEqual(st, [400]);
+      assert.equal(h.ctx.notes.length, 1);
+      assert.match(h.ctx.notes[0].message, /refused the thinking block at messages\.1\.content\.0.*next request goes through clean/);
+      // pi drops the error message from what it sends; the user sends again.
+      const again = await h.prompt("two, again");
+      assert.ok(again.every((s) => s === 200), `clean after the release: ${again}`);
+      assert.match(h.ctx.status!, /^bindery ✓ thinking kept \d+ · stripped [1-9]/);
+    } finally {
+      h.bridge.beforeProviderRequest = orig;
+    }
+  });
+});
