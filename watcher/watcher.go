@@ -100,7 +100,8 @@ type Watcher struct {
 	rd       *reader
 
 	lastPublish time.Time
-	afterVisit  func(path string) // test hook: a file was brought up to date (or failed)
+	afterVisit  func(path string)
+	addWatch    func(dir string) error // test hook replacing fsw.Add // test hook: a file was brought up to date (or failed)
 }
 
 type fileState struct {
@@ -392,7 +393,11 @@ func (w *Watcher) watch(dir string) {
 	if _, ok := w.watches[dir]; ok {
 		return
 	}
-	if err := w.fsw.Add(dir); err != nil {
+	add := w.fsw.Add
+	if w.addWatch != nil {
+		add = w.addWatch
+	}
+	if err := add(dir); err != nil {
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
 			if !w.degraded {
 				w.log.Warn("inotify watch limit reached (fs.inotify.max_user_watches); new directories are followed by rescans only",

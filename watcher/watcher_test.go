@@ -1,9 +1,12 @@
 package watcher
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -652,4 +655,104 @@ func TestLargeFileBoundedMemory(t *testing.T) {
 	if maxEntries > 2000 {
 		t.Errorf("a batch held %d entries", maxEntries)
 	}
+}
+
+// Changes made while the daemon was down are found at start from the saved
+// cursors: an append is read from the cursor on, a v1 file migrated in
+// place is Rewritten, a deleted file is Removed, and a cursor whose Check
+// cannot be decoded is re-read whole.
+func TestRestartSeesOfflineChanges(t *testing.T) {
+	_, root := sessionsRoot(t)
+	dir := filepath.Join(root, "--p--")
+	grow := pisession.Generate(pisession.Options{Seed: 50, Turns: 3})
+	v1 := pisession.Generate(pisession.Options{Seed: 51, Version: 1, Turns: 3})
+	gone := pisession.Generate(pisession.Options{Seed: 52, Turns: 1})
+	odd := pisession.Generate(pisession.Options{Seed: 53, Turns: 1})
+	pg, pv, pd, po := writeSession(t, dir, grow), writeSession(t, dir, v1), writeSession(t, dir, gone), writeSession(t, dir, odd)
+	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}}
+	s := newStore()
+	r := start(t, cfg, nil, s, nil)
+	s.waitFor(t, "first run", func() bool {
+		return s.entriesMatch(pg, grow) && s.entriesMatch(pv, v1) && s.entriesMatch(pd, gone) && s.entriesMatch(po, odd)
+	})
+	r.stop(t)
+	saved := s.cursors()
+	for i := range saved {
+		if saved[i].Path == po {
+			saved[i].Check = []byte("from another version")
+		}
+	}
+	nBefore := len(s.batches)
+
+	line := pisession.UserLine("offline1", grow.Lines[len(grow.Lines)-1].ID, "while you were away", time.Now())
+	if err := pisession.AppendLine(pg, line); err != nil {
+		t.Fatal(err)
+	}
+	v3 := v1.Migrated(7)
+	if err := pisession.RewriteInPlace(pv, v3.Data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(pd); err != nil {
+		t.Fatal(err)
+	}
+
+	start(t, cfg, saved, s, nil)
+	s.waitFor(t, "second run", func() bool {
+		f, _ := s.file(pg)
+		_, dok := s.file(pd)
+		return len(f.entries) == len(grow.Lines) && s.entriesMatch(pv, v3) && !dok && s.entriesMatch(po, odd)
+	})
+	s.mu.Lock()
+	after := slices.Clone(s.batches[nBefore:])
+	s.mu.Unlock()
+	want := map[string]BatchKind{pg: Grew, pv: Rewritten, pd: Removed, po: Rewritten}
+	if len(after) != len(want) {
+		t.Fatalf("%d batches after restart, want %d", len(after), len(want))
+	}
+	for _, b := range after {
+		if want[b.Path] != b.Kind {
+			t.Errorf("%s: %s, want %s", filepath.Base(b.Path), b.Kind, want[b.Path])
+		}
+		if b.Path == pg && (len(b.Entries) != 1 || b.Entries[0].Offset != int64(len(grow.Data))) {
+			t.Errorf("grown file re-read: %+v", b.Entries)
+		}
+	}
+}
+
+// With the inotify watch table full, the watcher says so once and keeps
+// following by rescans.
+func TestWatchLimitFallsBackToRescans(t *testing.T) {
+	_, root := sessionsRoot(t)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
+	s := newStore()
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: 100 * time.Millisecond, Logger: logger}, nil, s, func(w *Watcher) {
+		w.addWatch = func(string) error { return fmt.Errorf("add watch: %w", syscall.ENOSPC) }
+	})
+	a := pisession.Generate(pisession.Options{Seed: 60, Turns: 2})
+	pa := writeSession(t, filepath.Join(root, "--a--"), a)
+	b := pisession.Generate(pisession.Options{Seed: 61, Turns: 2})
+	pb := writeSession(t, filepath.Join(root, "--b--"), b)
+	s.waitFor(t, "files found by rescans", func() bool { return s.entriesMatch(pa, a) && s.entriesMatch(pb, b) })
+	if st := r.w.Status(); !st.Degraded || st.Watches != 0 {
+		t.Errorf("status %+v", st)
+	}
+	r.stop(t)
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logs.String(), "watch limit"); n != 1 {
+		t.Errorf("watch limit logged %d times:\n%s", n, logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
