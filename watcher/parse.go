@@ -14,6 +14,31 @@ import (
 type Parser struct {
 	Path  string
 	State ParseState
+
+	// intern shares the few distinct values of fields like type, role and
+	// model between entries instead of allocating each again.
+	intern map[string]string
+}
+
+const maxInterned = 512
+
+// readInterned is readString for fields with few distinct values.
+func (p *Parser) readInterned(b []byte, i int) (string, int) {
+	raw, esc, ok, end := rawString(b, i)
+	if !ok || esc || len(raw) > 64 {
+		return readString(b, i)
+	}
+	if s, ok := p.intern[string(raw)]; ok {
+		return s, end
+	}
+	s := string(raw)
+	if p.intern == nil {
+		p.intern = make(map[string]string)
+	}
+	if len(p.intern) < maxInterned {
+		p.intern[s] = s
+	}
+	return s, end
 }
 
 // ParseState is what parsing the next line needs to know about the lines
@@ -191,7 +216,7 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		}
 		switch string(key) {
 		case "type":
-			e.Type, i = readString(b, v)
+			e.Type, i = p.readInterned(b, v)
 		case "id":
 			e.ID, i = readString(b, v)
 		case "parentId":
@@ -201,16 +226,16 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		case "message":
 			if b[v] == '{' {
 				hasMsg = true
-				i = parseMessage(b, v, e)
+				i = p.parseMessage(b, v, e)
 			} else {
 				i = skipValue(b, v)
 			}
 		case "provider":
-			e.Provider, i = readString(b, v)
+			e.Provider, i = p.readInterned(b, v)
 		case "modelId":
-			e.ModelID, i = readString(b, v)
+			e.ModelID, i = p.readInterned(b, v)
 		case "thinkingLevel":
-			e.ThinkingLevel, i = readString(b, v)
+			e.ThinkingLevel, i = p.readInterned(b, v)
 		case "firstKeptEntryId":
 			e.FirstKeptEntryID, i = readString(b, v)
 		case "firstKeptEntryIndex":
@@ -220,7 +245,7 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 			}
 			i = end
 		case "customType":
-			e.CustomType, i = readString(b, v)
+			e.CustomType, i = p.readInterned(b, v)
 		case "data":
 			dataStart, i = v, skipValue(b, v)
 			dataEnd = i
@@ -274,7 +299,7 @@ const FrontierCustomType = "context-prune-frontier"
 // parseMessage reads the message object at b[start] into e and returns its
 // end. pi writes role before content, so content is usually read in the same
 // pass; otherwise it is read once role is known.
-func parseMessage(b []byte, start int, e *Entry) int {
+func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 	contentStart := -1
 	contentDone := false
 	exclude := false
@@ -286,7 +311,7 @@ func parseMessage(b []byte, start int, e *Entry) int {
 		}
 		switch string(key) {
 		case "role":
-			e.Role, i = readString(b, v)
+			e.Role, i = p.readInterned(b, v)
 		case "content":
 			contentStart, contentDone = v, false
 			if e.Role == "assistant" && b[v] == '[' {
@@ -297,13 +322,13 @@ func parseMessage(b []byte, start int, e *Entry) int {
 				i = skipValue(b, v)
 			}
 		case "model":
-			e.Model, i = readString(b, v)
+			e.Model, i = p.readInterned(b, v)
 		case "provider":
-			e.Provider, i = readString(b, v)
+			e.Provider, i = p.readInterned(b, v)
 		case "api":
-			e.API, i = readString(b, v)
+			e.API, i = p.readInterned(b, v)
 		case "stopReason":
-			e.StopReason, i = readString(b, v)
+			e.StopReason, i = p.readInterned(b, v)
 		case "usage":
 			if b[v] == '{' {
 				e.Usage, i = parseUsage(b, v)
