@@ -190,6 +190,12 @@ func TestLatestMessageAllOrNothing(t *testing.T) { // 18
 	if !slices.Equal(c.Kept, []Digest{key("A1")}) {
 		t.Fatalf("kept %v", c.Kept)
 	}
+	// The rule holds on every thinking model, binding or not.
+	no := false
+	c, _ = s.compileOpt(copt{binds: &no}, body(opus55, "sys", h))
+	expectStrips(t, c, "messages.3.content.0 gap", "messages.3.content.1 released")
+	c, _ = s.compile(body("claude-sonnet-5", "sys", h))
+	expectStrips(t, c, "messages.3.content.0 gap", "messages.3.content.1 released")
 }
 
 func TestBeforeAndAtFirstAcceptance(t *testing.T) { // seed: engagement
