@@ -29,7 +29,7 @@ type Block struct {
 	Kind   BlockKind
 	Span   Span   // the element's value in the body
 	Digest Digest // canonical digest of the block (cache_control markers excluded); zero for thinking
-	Chain  Digest // chain(b): the message chain just before this block
+	Chain  Digest // chain(b): the message chain just before this block (for a compaction block: before the reset)
 	Key    Digest // thinking: SHA-256 of signature; redacted: SHA-256 of data; zero otherwise
 	Signed bool   // thinking with a non-empty signature, or redacted with non-empty data
 	Tokens int    // estimated tokens of the block (for reports)
@@ -40,7 +40,7 @@ type Message struct {
 	Role   string
 	Span   Span    // the element's value in the body
 	Frame  Digest  // canonical digest of the message without its content's blocks (role, other fields, content shape)
-	Blocks []Block // nil when content is a string (the string is part of Frame)
+	Blocks []Block // nil when content is not an array (a string is part of Frame); empty for []
 	End    Digest  // the message chain after this message
 }
 
