@@ -419,3 +419,56 @@ func BenchmarkEventDelivery(b *testing.B) {
 	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
 	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 }
+
+// Concurrent journal writes share transactions; a call that fails undoes
+// only its own rows and events, and the feed's seqs stay gapless.
+func TestJournalGroupCommit(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+				if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: fmt.Sprint("g", i), CreatedMs: 1}); err != nil {
+					return err
+				}
+				if err := emit(api.EventRelease, fmt.Sprint("g", i), map[string]int{"i": i}); err != nil {
+					return err
+				}
+				if i%5 == 0 {
+					return fmt.Errorf("call %d fails", i)
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		st, lerr := e.db.LoadConversation(t.Context(), fmt.Sprint("g", i))
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		if (err == nil) != (i%5 != 0) || st.Found != (err == nil) {
+			t.Fatalf("call %d: err %v, stored %v", i, err, st.Found)
+		}
+		if err == nil {
+			ok++
+		}
+	}
+	evs, _, err := e.db.EventsSince(t.Context(), 0, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != ok {
+		t.Fatalf("%d events for %d successful calls", len(evs), ok)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: a failed call left a gap", i, ev.Seq)
+		}
+	}
+}

@@ -18,39 +18,120 @@ import (
 // events in exactly their seq order and never an event whose change could
 // still roll back. Every writer that emits events goes through it (the
 // binding calls and session ingest alike).
+//
+// Concurrent Writes are group-committed: whoever finds the journal idle
+// commits everything queued so far in one transaction (each call in its
+// own savepoint, so one call's error undoes only its own work) and one
+// fsync, so sixteen hosts accepting at once wait for one disk flush, not
+// sixteen in a row.
 type Journal struct {
 	DB        *db.DB
 	Hub       *api.Hub
-	Retention db.EventRetention // applied every pruneEvery commits and by Prune
+	Retention db.EventRetention // applied every journalPruneEvery commits and by Prune
 	Logger    *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // held while a transaction commits and its events publish
 	commits int
+
+	qmu      sync.Mutex
+	queue    []*journalWrite
+	draining bool
 }
 
 // Emit appends one event to the transaction in progress.
 type Emit func(typ, conversation string, fields any) error
 
+type journalWrite struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Tx, emit Emit) error
+	err  error
+	done chan struct{}
+}
+
 const journalPruneEvery = 512
 
-// Write runs fn in one write transaction; the events fn emits are
-// committed with it and published after the commit.
+// maxGroup bounds how many calls share one transaction.
+const maxGroup = 64
+
+// Write runs fn in a write transaction; the events fn emits are committed
+// with it and published after the commit. fn may run in a transaction
+// shared with other calls; it must only use tx and its own variables, and
+// may run again never (it runs exactly once).
 func (j *Journal) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx, emit Emit) error) error {
+	w := &journalWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
+	j.qmu.Lock()
+	j.queue = append(j.queue, w)
+	lead := !j.draining
+	j.draining = true
+	j.qmu.Unlock()
+	if lead {
+		j.drain()
+	}
+	<-w.done
+	return w.err
+}
+
+// drain commits queued writes in groups until the queue is empty. The
+// caller that started it returns as soon as its own group is committed:
+// a further group is handed to a new goroutine.
+func (j *Journal) drain() {
+	j.qmu.Lock()
+	n := min(len(j.queue), maxGroup)
+	group := append([]*journalWrite(nil), j.queue[:n]...)
+	j.queue = j.queue[n:]
+	j.qmu.Unlock()
+
+	j.commitGroup(group)
+
+	j.qmu.Lock()
+	more := len(j.queue) > 0
+	if !more {
+		j.draining = false
+	}
+	j.qmu.Unlock()
+	if more {
+		go j.drain()
+	}
+}
+
+func (j *Journal) commitGroup(group []*journalWrite) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var evs []db.Event
+	// A call whose context ended before its turn is not run; the group's
+	// transaction itself runs to its end (db.Write).
+	ctx := context.Background()
+	for _, w := range group {
+		if w.ctx.Err() == nil {
+			ctx = context.WithoutCancel(w.ctx)
+			break
+		}
+	}
 	err := j.DB.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		evs = evs[:0]
-		emit := func(typ, conversation string, fields any) error {
-			e, err := db.AppendEvent(ctx, tx, typ, conversation, fields)
-			if err != nil {
+		for _, w := range group {
+			w.err = nil
+			if err := w.ctx.Err(); err != nil {
+				w.err = err
+				continue
+			}
+			if len(group) == 1 {
+				w.err = w.fn(ctx, tx, j.emitter(ctx, tx, &evs))
+				return w.err
+			}
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT journal_write"); err != nil {
 				return err
 			}
-			evs = append(evs, e)
-			return nil
-		}
-		if err := fn(ctx, tx, emit); err != nil {
-			return err
+			start := len(evs)
+			if w.err = w.fn(ctx, tx, j.emitter(ctx, tx, &evs)); w.err != nil {
+				evs = evs[:start]
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO journal_write"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE journal_write"); err != nil {
+				return err
+			}
 		}
 		j.commits++
 		if j.commits%journalPruneEvery == 0 && (j.Retention.MaxAge > 0 || j.Retention.MaxCount > 0) {
@@ -61,10 +142,28 @@ func (j *Journal) Write(ctx context.Context, fn func(ctx context.Context, tx *sq
 		return nil
 	})
 	if err != nil {
-		return err
+		for _, w := range group {
+			if w.err == nil {
+				w.err = err
+			}
+		}
+		evs = nil
 	}
 	j.publish(evs)
-	return nil
+	for _, w := range group {
+		close(w.done)
+	}
+}
+
+func (j *Journal) emitter(ctx context.Context, tx *sql.Tx, evs *[]db.Event) Emit {
+	return func(typ, conversation string, fields any) error {
+		e, err := db.AppendEvent(ctx, tx, typ, conversation, fields)
+		if err != nil {
+			return err
+		}
+		*evs = append(*evs, e)
+		return nil
+	}
 }
 
 // Ingest applies a watcher batch (db.Ingest) and publishes its session
