@@ -106,6 +106,7 @@ type member struct {
 	omit       bool // a cache_control marker: checked for duplicates, not written
 	seg0, seg1 int  // canonical `"key":value` in out
 	keyEnc     int  // length of the canonical key (with quotes) at out[seg0:]
+	at         int  // the key's offset in the input (for errors)
 }
 
 // canon is the scanner and canonicalizer. It walks the input once and writes
@@ -538,7 +539,7 @@ func (c *canon) objectAt(mode objMode, w *watch, lazy bool) error {
 		if err != nil {
 			return err
 		}
-		m := member{seg0: seg0, keyEnc: len(c.out) - seg0}
+		m := member{seg0: seg0, keyEnc: len(c.out) - seg0, at: kraw}
 		if esc {
 			m.k0 = len(c.kbuf)
 			c.kbuf = decodeString(c.kbuf, c.in[kraw:c.pos])
@@ -701,7 +702,9 @@ func (c *canon) sortMembers(base, outStart, objStart int) error {
 	}
 	for i := 1; i < len(ms); i++ {
 		if c.cmpMembers(&ms[i-1], &ms[i]) == 0 {
-			return &SyntaxError{Offset: objStart, Msg: fmt.Sprintf("duplicate key %q in object", c.key(&ms[i])), err: ErrDuplicateKey}
+			// Report the later of the two keys.
+			at := max(ms[i-1].at, ms[i].at)
+			return &SyntaxError{Offset: at, Msg: fmt.Sprintf("duplicate key %q in the object at offset %d", c.key(&ms[i]), objStart), err: ErrDuplicateKey}
 		}
 	}
 	if outStart < 0 {

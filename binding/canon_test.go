@@ -341,3 +341,18 @@ func TestCanonicalSurrogateKeyCollision(t *testing.T) {
 		t.Fatalf("same lone surrogate twice: %v", err)
 	}
 }
+
+func TestDuplicateKeyOffset(t *testing.T) {
+	in := `{"a":1,"b":{"x":1,"y":2,"x":3}}`
+	_, err := Canonical(nil, []byte(in))
+	var se *SyntaxError
+	if !errors.As(err, &se) || !errors.Is(err, ErrDuplicateKey) {
+		t.Fatalf("err = %v", err)
+	}
+	if want := strings.LastIndex(in, `"x"`); se.Offset != want {
+		t.Fatalf("offset %d, want %d (the second key)", se.Offset, want)
+	}
+	if !strings.Contains(err.Error(), `duplicate key "x"`) {
+		t.Fatalf("message %q", err)
+	}
+}

@@ -86,7 +86,7 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 			if err != nil {
 				return nil, err
 			}
-			m := member{seg0: seg0, keyEnc: len(c.out) - seg0}
+			m := member{seg0: seg0, keyEnc: len(c.out) - seg0, at: kraw}
 			if esc {
 				m.k0 = len(c.kbuf)
 				c.kbuf = decodeString(c.kbuf, body[kraw:c.pos])
