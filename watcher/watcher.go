@@ -686,7 +686,7 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 			}
 			st.cur, st.chk, st.found = next, nextChk, true
 			cur, chk, kind = next, nextChk, Grew
-			prevTail = slices.Clone(w.rd.tail.buf)
+			prevTail = w.rd.tail.buf // reset copies it onto itself: no clone needed
 		}
 		if eof || !progressed {
 			break

@@ -756,3 +756,25 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+func TestProjectDirectoryRemoved(t *testing.T) {
+	_, root := sessionsRoot(t)
+	dir := filepath.Join(root, "--gone--")
+	a, b := genSession(70), genSession(71)
+	pa, pb := writeSession(t, dir, a), writeSession(t, dir, b)
+	s := newStore()
+	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: time.Hour}, nil, s, nil)
+	s.waitFor(t, "ingest", func() bool { return s.entriesMatch(pa, a) && s.entriesMatch(pb, b) })
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "both removed", func() bool {
+		_, oka := s.file(pa)
+		_, okb := s.file(pb)
+		return !oka && !okb
+	})
+	// The same project folder created again is watched again.
+	c := genSession(72)
+	pc := writeSession(t, dir, c)
+	s.waitFor(t, "file in the recreated folder", func() bool { return s.entriesMatch(pc, c) })
+}
