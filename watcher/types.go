@@ -1,11 +1,3 @@
-// Package watcher follows pi's session files: it finds them, reads only
-// the bytes appended since the last read, parses complete lines into
-// entries, and notices files that were rewritten, truncated or removed.
-//
-// The watcher never writes a session file. It keeps no durable state of its
-// own: the caller hands it the cursors it saved and receives each Batch
-// through a sink; a cursor advances only when the sink has returned nil, so
-// the rows and the cursor that produced them are committed together.
 package watcher
 
 import "encoding/json"

@@ -151,12 +151,19 @@ func New(cfg Config, saved []Cursor) *Watcher {
 		watches: make(map[string]struct{}),
 		rd:      newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
 	}
-	for i := range cfg.Roots {
-		w.cfg.Roots[i].Dir = filepath.Clean(cfg.Roots[i].Dir)
+	w.cfg.Roots = slices.Clone(cfg.Roots)
+	for i, r := range w.cfg.Roots {
+		if abs, err := filepath.Abs(r.Dir); err == nil {
+			w.cfg.Roots[i].Dir = abs
+		} else {
+			w.cfg.Roots[i].Dir = filepath.Clean(r.Dir)
+		}
 	}
 	w.status.Roots = slices.Clone(w.cfg.Roots)
 	for _, c := range saved {
-		c.Path = filepath.Clean(c.Path)
+		if abs, err := filepath.Abs(c.Path); err == nil {
+			c.Path = abs
+		}
 		st := &fileState{cur: c, found: true}
 		if chk, err := decodeCheck(c.Check, c.Lines); err == nil {
 			st.chk = chk
@@ -223,8 +230,10 @@ func (w *Watcher) Run(ctx context.Context, sink Sink) error {
 		w.degraded = true
 	} else {
 		w.fsw = fsw
+		var pump sync.WaitGroup
+		defer pump.Wait() // after Close (defers run last-in first-out)
 		defer fsw.Close()
-		go w.pumpEvents(ctx, fsw)
+		pump.Go(func() { w.pumpEvents(ctx, fsw) })
 	}
 
 	ticker := time.NewTicker(w.cfg.Rescan)
