@@ -1,6 +1,12 @@
 import { DROP_BLOCK_BETA } from "./bridge.js";
 
 let installed = false;
+let sink: ((transformations: unknown[]) => void) | undefined;
+
+/** Where the response's `input_transformations` go (the bridge, for the pending accept). */
+export function onInputTransformations(fn: (transformations: unknown[]) => void): void {
+  sink = fn;
+}
 
 /**
  * pi builds the provider's headers before before_provider_request runs and gives
@@ -8,13 +14,19 @@ let installed = false;
  * it touches only POSTs to a /v1/messages URL whose JSON body carries
  * `thinking.block_binding` (a field only this extension adds, only when the dropBlock
  * setting is on), and appends the beta to any anthropic-beta value pi already set.
- * Installed lazily, the first time a session turns drop_block on.
+ * With the beta the response reports the blocks the provider dropped in
+ * `input_transformations`, which pi does not read: the wrapper reads them from a copy of
+ * the stream (message_start, and a later message_delta after a server-side fallback) and
+ * hands them on for the accept. Installed lazily, the first time a session turns
+ * drop_block on.
  */
 export function installDropBlockHeader(): void {
   if (installed) return;
   installed = true;
   const inner = globalThis.fetch;
-  globalThis.fetch = async function binderyFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  globalThis.fetch = async function binderyFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    let tagged = false;
+    let nextInit = init;
     try {
       const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
       const body = init?.body;
@@ -23,11 +35,52 @@ export function installDropBlockHeader(): void {
         const betas = (headers.get("anthropic-beta") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
         if (!betas.includes(DROP_BLOCK_BETA)) betas.push(DROP_BLOCK_BETA);
         headers.set("anthropic-beta", betas.join(","));
-        return inner(input, { ...init, headers });
+        nextInit = { ...init, headers };
+        tagged = true;
       }
     } catch {
       // never let the wrapper break a request: fall through unchanged
     }
-    return inner(input, init);
+    const res = await inner(input, nextInit);
+    if (!tagged || !res.ok || !res.body || !sink) return res;
+    try {
+      const [forPi, forUs] = res.body.tee();
+      void readTransformations(forUs).then((t) => t && sink?.(t), () => {});
+      return new Response(forPi, { status: res.status, statusText: res.statusText, headers: res.headers });
+    } catch {
+      return res;
+    }
   } as typeof fetch;
+}
+
+/** The last `input_transformations` array in an SSE stream, if any. */
+export async function readTransformations(stream: ReadableStream<Uint8Array>): Promise<unknown[] | undefined> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  let found: unknown[] | undefined;
+  const take = (event: string) => {
+    for (const line of event.split("\n")) {
+      if (!line.startsWith("data:") || !line.includes("input_transformations")) continue;
+      try {
+        const ev = JSON.parse(line.slice(5).trim());
+        const t = ev?.message?.input_transformations ?? ev?.input_transformations ?? ev?.delta?.input_transformations;
+        if (Array.isArray(t)) found = t;
+      } catch {
+        // a line we cannot read says nothing about drops
+      }
+    }
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let i: number;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      take(buf.slice(0, i));
+      buf = buf.slice(i + 2);
+    }
+  }
+  take(buf);
+  return found;
 }

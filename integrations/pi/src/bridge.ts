@@ -26,7 +26,22 @@ interface Pending {
   model: string | undefined;
   /** The request as it went to the provider (after bindery's strips), for release paths and tool names. */
   sent: Record<string, unknown>;
+  /** Set when the request carried the beta that makes the response report drops. */
+  transformations?: Deferred<unknown[] | undefined>;
 }
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+}
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** How long an accept waits for input_transformations read from the response stream. */
+const TRANSFORMATIONS_WAIT_MS = 1000;
 
 /** Per-session counters shown in the footer. */
 interface SessionState {
@@ -75,6 +90,8 @@ export class BinderyBridge {
   readonly client: BinderyClient;
   readonly counters: Counters = { compiles: 0, accepts: 0, releases: 0, failures: 0 };
   private pending: Pending | undefined;
+  /** The in-flight request's wait for input_transformations (outlives `pending` into the accept). */
+  private expecting: Deferred<unknown[] | undefined> | undefined;
   private session: SessionState | undefined;
   private connected: boolean | undefined;
   private failureReported = false;
@@ -173,6 +190,7 @@ export class BinderyBridge {
     if (!isObject(payload) || !Array.isArray(payload.messages)) return undefined;
     const session = this.sessionFor(ctx);
     this.pending = undefined;
+    this.expecting = undefined;
     const conversation = session.id;
     const branch = ctx.sessionManager.getLeafId() ?? undefined;
     const sessionFile = ctx.sessionManager.getSessionFile();
@@ -204,10 +222,12 @@ export class BinderyBridge {
       const key = typeof s?.path === "string" ? thinkingKeyAt(payload, s.path) : undefined;
       if (key !== undefined) session.stripped.add(key);
     }
-    if (session.dropBlock && this.routeAcceptsDropBlock(ctx.model)) sent = withDropBlock(sent);
+    const tagged = session.dropBlock && this.routeAcceptsDropBlock(ctx.model);
+    if (tagged) sent = withDropBlock(sent);
     session.kept = countThinking(sent);
     if (typeof answer.compileId === "string" && answer.compileId !== "") {
       this.pending = { compileId: answer.compileId, conversation, branch, model: String(payload.model ?? ""), sent };
+      if (tagged && sent !== answer.request) this.pending.transformations = this.expecting = deferred();
     }
     this.showStatus(ctx);
     return sent;
@@ -237,12 +257,30 @@ export class BinderyBridge {
     return this.track(this.accept(pending, m, ctx));
   }
 
+  /**
+   * The response's input_transformations (read from the stream by the fetch wrapper) for
+   * the request in flight. Paths index the request as sent; bindery maps them back.
+   */
+  receiveTransformations(transformations: unknown[]): void {
+    this.expecting?.resolve(transformations);
+    this.expecting = undefined;
+  }
+
   private async accept(pending: Pending, m: PiAssistantMessage, ctx: PiContext): Promise<void> {
+    let inputTransformations: unknown[] | undefined;
+    if (pending.transformations) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      inputTransformations = await Promise.race([
+        pending.transformations.promise,
+        new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), TRANSFORMATIONS_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
     try {
       await this.client.call(
         "POST",
         "/v1/accept",
-        { compileId: pending.compileId, reply: toWireReply(m, pending.sent), usage: toWireUsage(m.usage) },
+        { compileId: pending.compileId, reply: toWireReply(m, pending.sent), usage: toWireUsage(m.usage), inputTransformations },
         this.settings.callTimeoutMs,
       );
       this.counters.accepts++;

@@ -242,6 +242,24 @@ test("drop_block is remembered in the session: persisted when turned on, restore
   assert.equal(off.thinking.block_binding, undefined);
 });
 
+test("drop_block requests pass the response's input_transformations to the accept", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  ctx.entries = [{ type: "custom", customType: "bindery-drop-block", data: { dropBlock: true } }];
+  const b = new BinderyBridge(settingsFor(d.socketPath, { dropBlock: true }), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  const dropped = [{ type: "thinking_dropped", path: "messages.1.content.0", reason: "prefix_binding_mismatch" }];
+  b.receiveTransformations(dropped); // the fetch wrapper read them while pi streamed
+  await b.messageEnd(sampleReply(), ctx);
+  assert.deepEqual(d.calls.at(-1)!.body.inputTransformations, dropped);
+  // Without drop_block there is no beta, so nothing is awaited or sent.
+  const plain = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await plain.beforeProviderRequest(samplePayload(), new FakeCtx());
+  await plain.messageEnd(sampleReply(), new FakeCtx());
+  assert.equal(d.calls.at(-1)!.body.inputTransformations, undefined);
+});
+
 test("dropBlock is never sent on routes that may refuse the field", () => {
   const b = new BinderyBridge(settingsFor("/x", { dropBlock: true, dropBlockHosts: ["proxy.local"] }), uiReporter);
   assert.equal(b.routeAcceptsDropBlock({ id: "m", api: "anthropic-messages", baseUrl: "https://api.anthropic.com" }), true);

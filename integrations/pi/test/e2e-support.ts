@@ -59,18 +59,19 @@ export function get(socketPath: string, path: string): Promise<{ status: number;
 
 /**
  * The bindery binary to test: $BINDERY_BIN, else `go build ./cmd/bindery` from the repo
- * root. Returns a reason string instead when there is none, or when it does not serve
- * /v1/compile yet (probed on a throwaway daemon): the e2e tests skip with that reason.
+ * root. `skip` (with the reason) only when the binary runs but does not serve
+ * POST /v1/compile yet; `error` when there is no binary or it does not start, which fails
+ * the tests rather than hiding a broken build.
  */
-export async function resolveBindery(): Promise<{ bin: string } | { skip: string }> {
+export async function resolveBindery(): Promise<{ bin: string } | { skip: string } | { error: string }> {
   let bin = process.env.BINDERY_BIN;
   if (!bin) {
     const out = join(mkdtempSync(join(tmpdir(), "bdbin")), "bindery");
     const r = spawnSync("go", ["build", "-o", out, "./cmd/bindery"], { cwd: repoRoot, encoding: "utf8", timeout: 600_000 });
-    if (r.error || r.status !== 0) return { skip: `could not build bindery (go build ./cmd/bindery in ${repoRoot}): ${r.error?.message ?? r.stderr.trim().split("\n").slice(-3).join(" ")}` };
+    if (r.error || r.status !== 0) return { error: `could not build bindery (go build ./cmd/bindery in ${repoRoot}): ${r.error?.message ?? r.stderr.trim().split("\n").slice(-3).join(" ")}` };
     bin = out;
   }
-  if (!existsSync(bin)) return { skip: `BINDERY_BIN=${bin} does not exist` };
+  if (!existsSync(bin)) return { error: `BINDERY_BIN=${bin} does not exist` };
   const probeDir = mkdtempSync(join(tmpdir(), "bdp"));
   const d = new BinderyProcess(bin, probeDir);
   try {
@@ -79,10 +80,21 @@ export async function resolveBindery(): Promise<{ bin: string } | { skip: string
     if (r.status === 404 || r.status === 405) return { skip: `${bin} does not serve POST /v1/compile yet (answered ${r.status})` };
     return { bin };
   } catch (err) {
-    return { skip: `${bin} did not start: ${(err as Error).message}` };
+    return { error: `${bin} did not start: ${(err as Error).message}` };
   } finally {
     await d.stop();
   }
+}
+
+/** Resolves the binary once per test file: what to run, or why to skip or fail. */
+export async function binderyForTests(what: string): Promise<{ bin: string; skip: string | false; error: string | undefined }> {
+  const r = await resolveBindery();
+  if ("skip" in r) {
+    console.log(`# ${what} skipped: ${r.skip}`);
+    return { bin: "", skip: `${what} skipped: ${r.skip}`, error: undefined };
+  }
+  if ("error" in r) return { bin: "", skip: false, error: r.error };
+  return { bin: r.bin, skip: false, error: undefined };
 }
 
 export class BinderyProcess {

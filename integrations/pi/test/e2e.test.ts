@@ -7,12 +7,9 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FakeAnthropic, type Recorded } from "./fake-anthropic.js";
-import { BinderyProcess, fixtures, get, packageDir, PiHome, resolveBindery, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, fixtures, get, packageDir, PiHome, binderyForTests, tempRoot, type PiRun } from "./e2e-support.js";
 
-const resolved = await resolveBindery();
-const skip = "skip" in resolved ? `e2e skipped: ${resolved.skip}` : false;
-if (skip) console.log(`# ${skip}`);
-const bin = "bin" in resolved ? resolved.bin : "";
+const { bin, skip, error } = await binderyForTests("e2e");
 
 const pruner = join(fixtures, "pruner.ts");
 const payloadEditor = join(fixtures, "payload-editor.ts");
@@ -41,6 +38,7 @@ const minted = (reqs: Recorded[]) => reqs.flatMap((r) => r.minted);
 describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
   let fake: FakeAnthropic;
   before(async () => {
+    if (error) throw new Error(error);
     fake = new FakeAnthropic();
     await fake.start();
   });
@@ -230,5 +228,27 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
     const betas = String(req.headers["anthropic-beta"]).split(",");
     assert.ok(betas.includes("thinking-binding-controls-2026-08-01"), `beta header: ${betas}`);
     assert.ok(betas.includes("interleaved-thinking-2025-05-14"), "pi's own betas are kept");
+
+    // The unseen rewriter changes its edit: blocks bindery believes valid are stale. Under
+    // drop_block the provider drops them (no 400) and says so in input_transformations,
+    // which the extension reads from the stream and passes in the accept: bindery releases
+    // them and stops sending them.
+    const mark3 = fake.requests.length;
+    const v3 = { extensions: late.extensions, env: { ...edit, PAYLOAD_EDIT_TEXT: " [context v3]" } };
+    ok(await home.run(["-c", "four"], v3), "run 4");
+    const dropped = fake.requests[mark3];
+    assert.equal(dropped.verdict.status, 200);
+    assert.ok(dropped.verdict.transformations.length > 0, "the provider dropped stale blocks");
+    const droppedSigs = dropped.verdict.transformations.map((x) => {
+      const [, n, m] = /messages\.(\d+)\.content\.(\d+)/.exec(x.path)!;
+      const b = dropped.body.messages[Number(n)].content[Number(m)];
+      return b.signature ?? b.data;
+    });
+    ok(await home.run(["-c", "five"], v3), "run 5");
+    noRefusals(fake, mark3);
+    const next = fake.requests[mark3 + 1];
+    for (const s of droppedSigs) assert.ok(!next.signatures.includes(s), "a block the provider dropped is not sent again");
+    assert.deepEqual(next.verdict.transformations, [], "nothing left for the provider to drop");
+    assert.ok(next.signatures.includes(dropped.minted[0]), "the block minted under the new edit is replayed");
   });
 });

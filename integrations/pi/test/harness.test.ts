@@ -14,13 +14,10 @@ import assert from "node:assert/strict";
 import { BinderyBridge } from "../src/bridge.js";
 import { defaultSettings } from "../src/settings.js";
 import { FakeAnthropic } from "./fake-anthropic.js";
-import { BinderyProcess, resolveBindery, tempRoot } from "./e2e-support.js";
+import { BinderyProcess, binderyForTests, tempRoot } from "./e2e-support.js";
 import { FakeCtx, uiReporter } from "./helpers.js";
 
-const resolved = await resolveBindery();
-const skip = "skip" in resolved ? `harness skipped: ${resolved.skip}` : false;
-if (skip) console.log(`# ${skip}`);
-const bin = "bin" in resolved ? resolved.bin : "";
+const { bin, skip, error } = await binderyForTests("harness");
 
 type Block = Record<string, any>;
 interface Entry {
@@ -146,6 +143,7 @@ describe("harness: pi's events in pi's order, real bindery, fake Anthropic", { s
   let d: BinderyProcess;
   let bridge: BinderyBridge;
   before(async () => {
+    if (error) throw new Error(error);
     fake = new FakeAnthropic();
     await fake.start();
     d = new BinderyProcess(bin, tempRoot());
