@@ -541,6 +541,29 @@ func TestNotGreedyLongestChain(t *testing.T) {
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 no-stamp")
 }
 
+func TestLatestRunBeatsLongerChain(t *testing.T) {
+	// A<-B<-C is longer, but D (the latest assistant message, minted with
+	// nothing read) can only be kept alone: the latest run wins.
+	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4"), a(th("D"), tu("t")), tr("t", "r")}
+	req, _ := ParseRequest(body(opus55, "sys", h))
+	st := map[Digest]Stamp{}
+	pred := map[string]string{"A": "", "B": "A", "C": "B", "D": ""}
+	for i := 1; i < len(h)-1; i += 2 {
+		b := req.Messages[i].Blocks[0]
+		sig := string("ABCD"[i/2])
+		var p Digest
+		if pred[sig] != "" {
+			p = key(pred[sig])
+		}
+		st[b.Key] = Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
+	}
+	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
+	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap", "messages.5.content.0 gap")
+	if !slices.Equal(c.Kept, []Digest{key("D")}) {
+		t.Fatalf("kept %v", c.Kept)
+	}
+}
+
 func maps(m map[Digest]Stamp) map[Digest]Stamp {
 	o := map[Digest]Stamp{}
 	for k, v := range m {
