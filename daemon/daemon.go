@@ -70,6 +70,7 @@ type daemon struct {
 	ingest  *ingester
 	roots   []Root
 	watchOK func() error // the watcher's exit, for health
+	trees   treeCache    // GET /v1/sessions/{id}
 
 	// onShutdown runs after the server stopped accepting and before the
 	// watcher stops (step 3): live feeds close here.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/my-pi/bindery/api"
@@ -25,13 +26,14 @@ func (d *daemon) ListSessions(ctx context.Context) ([]api.Session, error) {
 
 // GetSession implements api.Sessions.
 func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, error) {
-	s, tree, err := d.store.SessionTree(ctx, id)
+	s, tree, err := d.store.SessionTree(ctx, id, d.trees.get(id))
 	if errors.Is(err, db.ErrNotFound) {
 		return api.SessionDetail{}, api.Errorf(api.CodeNotFound, "no session %q", id)
 	}
 	if err != nil {
 		return api.SessionDetail{}, err
 	}
+	d.trees.put(id, tree)
 	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{}}
 	for _, b := range tree.Branches() {
 		out.Branches = append(out.Branches, api.Branch{Leaf: b.Leaf, Current: b.Current, Entries: b.Depth, LastActivity: b.Timestamp})
@@ -42,6 +44,45 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 		out.Frontier = append(out.Frontier, f)
 	}
 	return out, nil
+}
+
+// treeCache keeps the trees of recently shown sessions, so showing a
+// session again reads only the entries added since (SessionTree extends
+// the cached tree). Bounded by the entries it holds in total.
+type treeCache struct {
+	mu    sync.Mutex
+	trees map[string]*db.Tree
+	nodes int
+}
+
+// maxCachedEntries bounds the cache (about 150 bytes an entry).
+const maxCachedEntries = 200_000
+
+func (c *treeCache) get(id string) *db.Tree {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trees[id]
+}
+
+func (c *treeCache) put(id string, t *db.Tree) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trees == nil {
+		c.trees = map[string]*db.Tree{}
+	}
+	if old := c.trees[id]; old != nil {
+		c.nodes -= old.Len()
+	}
+	c.trees[id], c.nodes = t, c.nodes+t.Len()
+	for k, v := range c.trees { // evict arbitrary others until within bounds
+		if c.nodes <= maxCachedEntries {
+			break
+		}
+		if k != id {
+			c.nodes -= v.Len()
+			delete(c.trees, k)
+		}
+	}
 }
 
 func apiSession(s db.Session) api.Session {

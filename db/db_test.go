@@ -607,3 +607,58 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		t.Errorf("entries = %d", n)
 	}
 }
+
+// TestSessionTreeExtends: a tree extended from an earlier one equals a
+// tree read whole, the earlier tree is left as it was, and a rewrite is
+// noticed.
+func TestSessionTreeExtends(t *testing.T) {
+	d := mustOpen(t)
+	ctx := t.Context()
+	path := "/p/x.jsonl"
+	ingest(t, d, Batch{Kind: Found, Path: path, Cursor: cursor(path, 1, 300, 3), Header: &Header{ID: "x", Version: 3},
+		Entries: []Entry{entry(2, "a", "", "message"), frontierEntry(3, "f", "a", `{"n":1}`)}})
+	_, t1, err := d.SessionTree(ctx, "x", nil)
+	if err != nil || t1.Len() != 2 {
+		t.Fatalf("first tree: %v", err)
+	}
+	before := fmt.Sprint(t1.Branches())
+	// Grow: continue from f, and branch off a (a sibling of f).
+	ingest(t, d, Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, 600, 6),
+		Entries: []Entry{entry(4, "b", "f", "message"), entry(5, "c", "a", "message"), frontierEntry(6, "g", "c", `{"n":2}`)}})
+	s, t2, err := d.SessionTree(ctx, "x", t1)
+	if err != nil || t2.Len() != 5 || s.Entries != 5 {
+		t.Fatalf("extended tree: len %d, %v", t2.Len(), err)
+	}
+	_, whole, _ := d.SessionTree(ctx, "x", nil)
+	br := func(tr *Tree) string {
+		var b strings.Builder
+		for _, x := range tr.Branches() {
+			fmt.Fprintf(&b, "%s/%d/%v/", x.Leaf, x.Depth, x.Current)
+			if x.Frontier != nil {
+				fmt.Fprintf(&b, "%s:%s ", x.Frontier.Entry, x.Frontier.Data)
+			}
+		}
+		return b.String()
+	}
+	if br(t2) != br(whole) || br(t2) != `b/3/false/f:{"n":1} g/3/true/g:{"n":2} ` {
+		t.Errorf("extended %q, whole %q", br(t2), br(whole))
+	}
+	if after := fmt.Sprint(t1.Branches()); after != before {
+		t.Errorf("extending changed the earlier tree: %s -> %s", before, after)
+	}
+	// A rewrite replaces the rows: the earlier tree must not be extended.
+	ingest(t, d, Batch{Kind: Rewritten, Path: path, Cursor: cursor(path, 1, 300, 3), Header: &Header{ID: "x", Version: 3},
+		Entries: []Entry{entry(2, "r1", "", "message"), entry(3, "r2", "r1", "message")}})
+	_, t3, err := d.SessionTree(ctx, "x", t2)
+	if err != nil || t3.Len() != 2 || br(t3) != "r2/2/true/" {
+		t.Errorf("after a rewrite: %q %v", br(t3), err)
+	}
+	// A duplicate id re-parents (pi's byId keeps the later entry).
+	ingest(t, d, Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, 500, 5),
+		Entries: []Entry{entry(4, "k", "r1", "message"), entry(5, "r1", "r2", "message")}})
+	_, t4, _ := d.SessionTree(ctx, "x", t3)
+	_, w4, _ := d.SessionTree(ctx, "x", nil)
+	if br(t4) != br(w4) {
+		t.Errorf("duplicate id: extended %q, whole %q", br(t4), br(w4))
+	}
+}

@@ -1,13 +1,14 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist.
@@ -155,12 +156,19 @@ type FrontierEntry struct {
 	Data      json.RawMessage // pi-condense's PruneFrontier, verbatim
 }
 
-// Tree is a session's tree, derived from the stored entries.
+// Tree is a session's tree, derived from the stored entries. A Tree is
+// never changed once returned: Extend makes a new one, so trees can be
+// cached and shared between readers.
 type Tree struct {
+	file     int64
+	maxSeq   int64
 	nodes    []treeNode
 	byID     map[string]int // last entry with each id (pi's byId map)
 	hasChild []bool
 	frontier map[int]*FrontierEntry
+
+	branchesOnce sync.Once
+	branches     []Branch
 }
 
 type treeNode struct {
@@ -173,12 +181,14 @@ type treeNode struct {
 // Tree loads the tree of one file's entries: (seq, id, parent) of each plus
 // the frontier snapshots. Memory is proportional to the one session.
 func (d *DB) Tree(ctx context.Context, file int64) (*Tree, error) {
-	return loadTree(ctx, d.readers, file)
+	return loadTree(ctx, d.readers, file, nil)
 }
 
 // SessionTree reads a session and its tree in one read transaction, so
-// the counters and the tree describe the same committed state.
-func (d *DB) SessionTree(ctx context.Context, id string) (Session, *Tree, error) {
+// the counters and the tree describe the same committed state. When prev
+// is the tree of the same file from an earlier call, only the entries
+// added since are read (a rewritten file is detected and read whole).
+func (d *DB) SessionTree(ctx context.Context, id string, prev *Tree) (Session, *Tree, error) {
 	tx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
@@ -191,7 +201,17 @@ func (d *DB) SessionTree(ctx context.Context, id string) (Session, *Tree, error)
 	if err != nil {
 		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
 	}
-	t, err := loadTree(ctx, tx, s.File)
+	if prev != nil && prev.file == s.File && len(prev.nodes) <= s.Entries {
+		t, err := loadTree(ctx, tx, s.File, prev)
+		if err != nil {
+			return Session{}, nil, err
+		}
+		if len(t.nodes) == s.Entries {
+			return s, t, nil
+		}
+		// Rows went away (a rewrite): read the file's rows afresh.
+	}
+	t, err := loadTree(ctx, tx, s.File, nil)
 	if err != nil {
 		return Session{}, nil, err
 	}
@@ -202,54 +222,88 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func loadTree(ctx context.Context, q querier, file int64) (*Tree, error) {
-	// No ORDER BY: without statistics SQLite would answer it by scanning
-	// the whole entries table in seq order rather than use the file index
-	// and sort, so the rows are sorted here.
-	rows, err := q.QueryContext(ctx,
-		`SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '') FROM entries WHERE file = ?`, file)
+// loadTree reads a file's entries after prev's last one (all of them when
+// prev is nil) and returns prev extended by them.
+func loadTree(ctx context.Context, q querier, file int64, prev *Tree) (*Tree, error) {
+	var after int64
+	if prev != nil {
+		after = prev.maxSeq
+	}
+	// INDEXED BY: without statistics SQLite may prefer scanning every
+	// entry in seq order to using the file index.
+	rows, err := q.QueryContext(ctx, `SELECT seq, id, coalesce(parent_id, ''), coalesce(timestamp, '')
+		FROM entries INDEXED BY entries_file WHERE file = ? AND seq > ? ORDER BY seq`, file, after)
 	if err != nil {
 		return nil, fmt.Errorf("tree of file %d: %w", file, err)
 	}
 	defer rows.Close()
-	t := &Tree{byID: map[string]int{}, frontier: map[int]*FrontierEntry{}}
+	var t *Tree
+	first := 0
+	duplicate := false
 	for rows.Next() {
 		var n treeNode
 		if err := rows.Scan(&n.seq, &n.id, &n.parent, &n.timestamp); err != nil {
 			return nil, fmt.Errorf("tree of file %d: %w", file, err)
 		}
+		if t == nil {
+			t = &Tree{file: file, byID: map[string]int{}, frontier: map[int]*FrontierEntry{}}
+			if prev != nil {
+				// Clipped copies: appending must never write into prev's
+				// arrays, which other readers may be using.
+				t.maxSeq = prev.maxSeq
+				t.nodes = slices.Clip(prev.nodes)
+				t.hasChild = slices.Clip(prev.hasChild)
+				t.byID = maps.Clone(prev.byID)
+				t.frontier = maps.Clone(prev.frontier)
+			}
+			first = len(t.nodes)
+		}
+		if _, ok := t.byID[n.id]; ok {
+			duplicate = true
+		}
+		t.byID[n.id] = len(t.nodes)
 		t.nodes = append(t.nodes, n)
+		t.hasChild = append(t.hasChild, false)
+		t.maxSeq = n.seq
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tree of file %d: %w", file, err)
 	}
 	rows.Close()
-	slices.SortFunc(t.nodes, func(a, b treeNode) int { return cmp.Compare(a.seq, b.seq) })
-	for i, n := range t.nodes {
-		t.byID[n.id] = i
+	switch {
+	case t == nil && prev != nil:
+		return prev, nil // nothing new: trees are never changed, so share it
+	case t == nil:
+		return &Tree{file: file, byID: map[string]int{}, frontier: map[int]*FrontierEntry{}}, nil
 	}
-	t.hasChild = make([]bool, len(t.nodes))
-	for _, n := range t.nodes {
+	from := first
+	if duplicate {
+		// A repeated id moves pi's byId entry, which can re-parent
+		// earlier children: recompute every link.
+		from = 0
+		clear(t.hasChild)
+	}
+	for _, n := range t.nodes[from:] {
 		if p, ok := t.byID[n.parent]; ok && n.parent != n.id {
 			t.hasChild[p] = true
 		}
 	}
-	bySeq := make(map[int64]int, len(t.nodes))
-	for i, n := range t.nodes {
-		bySeq[n.seq] = i
-	}
-	frows, err := q.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ?`, file)
+	frows, err := q.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ? AND entry >= ? ORDER BY entry`, file, t.nodes[first].seq)
 	if err != nil {
 		return nil, fmt.Errorf("frontier of file %d: %w", file, err)
 	}
 	defer frows.Close()
+	i := first
 	for frows.Next() {
 		var seq int64
 		var data string
 		if err := frows.Scan(&seq, &data); err != nil {
 			return nil, fmt.Errorf("frontier of file %d: %w", file, err)
 		}
-		if i, ok := bySeq[seq]; ok {
+		for i < len(t.nodes) && t.nodes[i].seq < seq {
+			i++
+		}
+		if i < len(t.nodes) && t.nodes[i].seq == seq {
 			n := t.nodes[i]
 			t.frontier[i] = &FrontierEntry{Entry: n.id, Seq: n.seq, Timestamp: n.timestamp, Data: json.RawMessage(data)}
 		}
@@ -281,29 +335,56 @@ func (t *Tree) walk(i int, fn func(int) bool) {
 }
 
 // Branches lists the leaves (entries without children) in file order,
-// each with its depth and the pi-condense frontier in force on it.
+// each with its depth and the pi-condense frontier in force on it. One
+// pass in file order: a parent normally precedes its children, so its
+// depth and frontier are known when a child is reached (a parent written
+// later is handled by walking).
+//
+// The result is computed once per Tree and shared: do not modify it.
 func (t *Tree) Branches() []Branch {
-	var out []Branch
-	last := len(t.nodes) - 1
-	for i, n := range t.nodes {
-		if t.hasChild[i] {
-			continue
-		}
-		if j := t.byID[n.id]; j != i {
-			continue // a duplicate id: pi's byId keeps the later entry
-		}
-		b := Branch{Leaf: n.id, Seq: n.seq, Timestamp: n.timestamp, Current: i == last}
-		t.walk(i, func(k int) bool {
-			b.Depth++
-			if b.Frontier == nil {
-				b.Frontier = t.frontier[k]
+	t.branchesOnce.Do(func() { t.branches = t.deriveBranches() })
+	return t.branches
+}
+
+func (t *Tree) deriveBranches() []Branch {
+	n := len(t.nodes)
+	depth := make([]int, n)
+	front := make([]*FrontierEntry, n)
+	for i, node := range t.nodes {
+		f := t.frontier[i]
+		p, ok := t.byID[node.parent]
+		switch {
+		case !ok || node.parent == node.id:
+			depth[i] = 1
+		case p < i:
+			depth[i] = depth[p] + 1
+			if f == nil {
+				f = front[p]
 			}
-			return true
-		})
-		out = append(out, b)
+		default:
+			t.walk(i, func(k int) bool {
+				depth[i]++
+				if f == nil {
+					f = t.frontier[k]
+				}
+				return true
+			})
+		}
+		front[i] = f
+	}
+	var out []Branch
+	for i, node := range t.nodes {
+		if t.hasChild[i] || t.byID[node.id] != i {
+			continue // not a leaf, or a duplicate id (pi's byId keeps the later entry)
+		}
+		out = append(out, Branch{Leaf: node.id, Seq: node.seq, Timestamp: node.timestamp, Current: i == n-1,
+			Depth: depth[i], Frontier: front[i]})
 	}
 	return out
 }
+
+// File is the files.id the tree belongs to.
+func (t *Tree) File() int64 { return t.file }
 
 // Path returns the ids from the root to the entry id, or ErrNotFound.
 func (t *Tree) Path(id string) ([]string, error) {

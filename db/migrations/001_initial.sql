@@ -70,7 +70,8 @@ CREATE TABLE entries (
     custom_type  TEXT
 );
 CREATE INDEX entries_file_id ON entries(file, id);
-CREATE INDEX entries_file_parent ON entries(file, parent_id);
+-- entries_file is (file, seq): one file's entries in file order, without a sort.
+CREATE INDEX entries_file ON entries(file);
 
 -- thinking: every thinking block of an assistant message. The signature
 -- itself stays in the file; its SHA-256 is enough to recognise it.
