@@ -24,10 +24,12 @@ import (
 //   - Numbers by their literal text: 1, 1.0 and 1e0 differ (conservative: a
 //     host that rewrites a number costs a strip, never a refusal).
 //   - cache_control is removed only where it is a marker: a top-level member
-//     of a content block, of a system block, of a tool definition (and the
-//     request's own top level, which no digest covers). Anywhere else (a
-//     tool_use input, an input_schema, a tool_result's nested content, a
-//     message object) it is data and stays.
+//     of a content block, of a block in a content block's own content array
+//     (a tool_result's text and image blocks take cache_control in the API),
+//     of a system block, of a tool definition (and the request's own top
+//     level, which no digest covers). Anywhere else (a tool_use input, an
+//     input_schema, deeper inside a tool_result, a message object) it is
+//     data and stays.
 //   - A message frame is the whole message object with a content array
 //     replaced by [] (role, clear_at, output_config, unknown fields all
 //     count; string content is part of the frame, so "x" and
@@ -156,7 +158,7 @@ func (c *canon) value() error {
 	case b == '{':
 		return c.object(modeData, nil)
 	case b == '[':
-		return c.array()
+		return c.arrayOf(modeData)
 	case b == '"':
 		_, err := c.str()
 		return err
@@ -434,7 +436,9 @@ func decodeString(dst, raw []byte) []byte {
 	return dst
 }
 
-func (c *canon) array() error {
+// arrayOf canonicalizes the array at c.pos; objects among its elements
+// have the given mode.
+func (c *canon) arrayOf(elem objMode) error {
 	c.depth++
 	if c.depth > maxDepth {
 		return c.fail(c.pos, "exceeded max depth")
@@ -449,7 +453,7 @@ func (c *canon) array() error {
 		return nil
 	}
 	for {
-		if err := c.value(); err != nil {
+		if err := c.valueIn(elem); err != nil {
 			return err
 		}
 		c.ws()
@@ -617,8 +621,15 @@ func (c *canon) watchedMember(mode objMode, w *watch, m *member, key []byte, vst
 		c.out = append(c.out, '[', ']')
 		return nil
 	}
-	sub := modeData
-	if err := c.valueIn(sub); err != nil {
+	c.ws()
+	if mode == modeBlock && string(key) == "content" && c.pos < len(c.in) && c.in[c.pos] == '[' {
+		// A content block's own content array (tool_result, search_result)
+		// holds content blocks, and the API takes cache_control on them:
+		// there it is a marker too. Deeper down it is data again.
+		if err := c.arrayOf(modeMarked); err != nil {
+			return err
+		}
+	} else if err := c.valueIn(modeData); err != nil {
 		return err
 	}
 	if w == nil {

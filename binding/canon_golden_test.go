@@ -48,9 +48,13 @@ var goldenInputs = []goldenInput{
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"t","input":{"cache_control":"data"}}]}]}`},
 	{name: "cache_control_markers_removed", body: `{"system":[{"type":"text","text":"S"}],` +
 		`"tools":[{"name":"t","input_schema":{"type":"object","properties":{"cache_control":{"type":"string"}}}}],` +
-		`"messages":[{"role":"user","content":[{"type":"text","text":"T"},{"type":"tool_result","tool_use_id":"t0","content":[{"type":"text","text":"R","cache_control":{"type":"ephemeral"}}]}]},` +
+		`"messages":[{"role":"user","content":[{"type":"text","text":"T"},{"type":"tool_result","tool_use_id":"t0","content":[{"type":"text","text":"R"}]}]},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"t","input":{"cache_control":"data"}}]}]}`,
 		sameChain: []string{"cache_control_markers"}, sameSeed: []string{"cache_control_markers"}},
+	// Two levels below a content block, cache_control is data again.
+	{name: "cache_control_deep_is_data", body: `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t0","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"R","cache_control":{"type":"ephemeral"}}]}]}]}]}`},
+	{name: "cache_control_deep_removed", body: `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t0","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"R"}]}]}]}]}`,
+		otherChain: []string{"cache_control_deep_is_data"}},
 	{name: "cache_control_data_removed", body: `{"system":[{"type":"text","text":"S"}],` +
 		`"tools":[{"name":"t","input_schema":{"type":"object","properties":{}}}],` +
 		`"messages":[{"role":"user","content":[{"type":"text","text":"T"},{"type":"tool_result","tool_use_id":"t0","content":[{"type":"text","text":"R"}]}]},` +
