@@ -26,19 +26,43 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 	if ing.SessionID == "" || batch.Kind == db.Removed {
 		return nil
 	}
-	var replies []db.Entry
+	type reply struct {
+		e    db.Entry
+		keys []binding.Digest
+	}
+	var replies []reply
+	var all []binding.Digest
 	for _, e := range batch.Entries {
 		if e.Type != "message" || e.Role != "assistant" {
 			continue
 		}
+		var keys []binding.Digest
 		for _, t := range e.Thinking {
 			if t.Signed && len(t.SigDigest) == 32 {
-				replies = append(replies, e)
-				break
+				keys = append(keys, binding.Digest(t.SigDigest))
 			}
+		}
+		if len(keys) > 0 {
+			replies = append(replies, reply{e, keys})
+			all = append(all, keys...)
 		}
 	}
 	if len(replies) == 0 {
+		return nil
+	}
+	// One read decides whether there is anything to do: a cold ingest of
+	// an archive bindery never compiled for writes nothing here.
+	have, err := b.db.Stamps(ctx, all)
+	if err != nil {
+		return err
+	}
+	needLink, needAttr := false, false
+	for _, k := range all {
+		s, ok := have[k]
+		needLink = needLink || (ok && s.Entry == "")
+		needAttr = needAttr || !ok
+	}
+	if !needLink && !needAttr {
 		return nil
 	}
 	c, err := b.lock(ctx, ing.SessionID)
@@ -46,82 +70,96 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		return err
 	}
 	defer c.mu.Unlock()
+	if len(c.compiles) == 0 {
+		needAttr = false // nothing was compiled in this session: nothing to attribute to
+	}
+	if !needLink && !needAttr {
+		return nil
+	}
+	type attributed struct {
+		entry  string
+		parent string
+		stamps []binding.Stamp
+		skip   *binding.StampSkip
+	}
+	var found []attributed
 	var errs []error
-	for _, e := range replies {
-		if err := b.ingestReply(ctx, c, batch.Path, e); err != nil {
-			errs = append(errs, fmt.Errorf("reply %s in %s: %w", e.ID, batch.Path, err))
+	for _, r := range replies {
+		missing := false
+		for _, k := range r.keys {
+			if _, ok := have[k]; !ok {
+				missing = true
+			}
 		}
+		if !missing || !needAttr {
+			continue
+		}
+		// The reply's accept did not carry it (or has not arrived): the
+		// compiles whose request was built on the reply's parent made it;
+		// pi-condense's custom entries may sit in between.
+		cands, err := b.candidates(ctx, c, r.e.ParentID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		msg, err := readReply(batch.Path, r.e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reply %s in %s: %w", r.e.ID, batch.Path, err))
+			continue
+		}
+		st, skip := binding.AttributeReply(cands, msg)
+		found = append(found, attributed{r.e.ID, r.e.ParentID, st, skip})
+	}
+	now := time.Now().UnixMilli()
+	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+		for _, a := range found {
+			var rows []db.StampRow
+			for _, s := range a.stamps {
+				if _, ok := have[s.Key]; !ok {
+					rows = append(rows, db.StampRow{Stamp: s, Source: "file", Conversation: c.id, Branch: a.parent, Entry: a.entry, CreatedMs: now})
+				}
+			}
+			added, err := db.InsertStamps(ctx, tx, rows)
+			if err != nil {
+				return err
+			}
+			if len(added) > 0 {
+				if err := emit(api.EventStamp, c.id, map[string]any{"entry": a.entry, "source": "file", "stamped": len(added)}); err != nil {
+					return err
+				}
+			}
+			if a.skip != nil {
+				if err := emit(api.EventStampSkipped, c.id, map[string]any{"entry": a.entry, "compiles": a.skip.Compiles,
+					"reason": "the reply's parent was the head of compiles with different prefixes and no accept said which one it answered"}); err != nil {
+					return err
+				}
+			}
+		}
+		if needLink {
+			for _, r := range replies {
+				n, err := db.LinkStampEntries(ctx, tx, r.e.ID, r.keys)
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					if err := emit(api.EventStamp, c.id, map[string]any{"entry": r.e.ID, "source": "link", "linked": n}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("attribute replies: %w", errs[0])
 	}
 	return nil
-}
-
-func (b *Binder) ingestReply(ctx context.Context, c *conv, path string, e db.Entry) error {
-	var keys []binding.Digest
-	for _, t := range e.Thinking {
-		if t.Signed && len(t.SigDigest) == 32 {
-			keys = append(keys, binding.Digest(t.SigDigest))
-		}
-	}
-	have, err := b.db.Stamps(ctx, keys)
-	if err != nil {
-		return err
-	}
-	var stamps []binding.Stamp
-	var skip *binding.StampSkip
-	var source string
-	if len(have) < len(keys) {
-		// Some block has no stamp: the reply's accept did not carry it (or
-		// has not arrived). The compiles whose request was built on the
-		// reply's parent made it; pi-condense's custom entries may sit in
-		// between.
-		cands, err := b.candidates(ctx, c, e.ParentID)
-		if err != nil {
-			return err
-		}
-		if len(cands) > 0 {
-			reply, err := readReply(path, e)
-			if err != nil {
-				return err
-			}
-			stamps, skip = binding.AttributeReply(cands, reply)
-			source = "file"
-		}
-	}
-	now := time.Now().UnixMilli()
-	return b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
-		var rows []db.StampRow
-		for _, s := range stamps {
-			if _, ok := have[s.Key]; ok {
-				continue
-			}
-			rows = append(rows, db.StampRow{Stamp: s, Source: source, Conversation: c.id, Branch: e.ParentID, Entry: e.ID, CreatedMs: now})
-		}
-		added, err := db.InsertStamps(ctx, tx, rows)
-		if err != nil {
-			return err
-		}
-		linked, err := db.LinkStampEntries(ctx, tx, e.ID, keys)
-		if err != nil {
-			return err
-		}
-		if len(added) > 0 {
-			if err := emit(api.EventStamp, c.id, map[string]any{"entry": e.ID, "source": source, "stamped": len(added)}); err != nil {
-				return err
-			}
-		} else if linked > 0 {
-			if err := emit(api.EventStamp, c.id, map[string]any{"entry": e.ID, "source": "link", "linked": linked}); err != nil {
-				return err
-			}
-		}
-		if skip != nil {
-			return emit(api.EventStampSkipped, c.id, map[string]any{"entry": e.ID, "compiles": skip.Compiles,
-				"reason": "the reply's parent was the head of compiles with different prefixes and no accept said which one it answered"})
-		}
-		return nil
-	})
 }
 
 // candidates are the remembered compiles built on parent, walking up past
