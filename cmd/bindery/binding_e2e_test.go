@@ -847,3 +847,32 @@ func TestEventFeedE2E(t *testing.T) {
 		break
 	}
 }
+
+// A compile naming a session file outside the watched folders makes the
+// daemon follow it (api.md sessionFile), and the file stays followed
+// across a restart.
+func TestCompileFollowsSessionFile(t *testing.T) {
+	d := newDaemon(t)
+	h := newHost(t)
+	sid := "0193e6c4-bbbb-7000-8000-000000000002"
+	elsewhere := filepath.Join(d.dir, "elsewhere")
+	ps := newPiSession(t, elsewhere, sid) // under elsewhere/sessions/..., not the agent dir
+	ps.user("u1", "", "hello")
+	h.messages = []any{map[string]any{"role": "user", "content": "hello"}}
+	if _, err := d.client.Session(ctxT(t), sid); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("session known before the compile named it: %v", err)
+	}
+	if _, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid, Branch: "u1", SessionFile: ps.path, Request: h.body(h.system)}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the named session file to be followed", func() bool {
+		s, err := d.client.Session(ctxT(t), sid)
+		return err == nil && s.Entries == 1
+	})
+	d.restart(0)
+	ps.user("u2", "u1", "again")
+	waitUntil(t, "the followed file to be followed after a restart", func() bool {
+		s, err := d.client.Session(ctxT(t), sid)
+		return err == nil && s.Entries == 2
+	})
+}
