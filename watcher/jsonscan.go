@@ -162,9 +162,11 @@ func readString(b []byte, i int) (string, int) {
 		}
 		return string(b[i:end]), end
 	}
-	if !esc {
+	if !esc && utf8.Valid(raw) {
 		return string(raw), end
 	}
+	// Escapes, or invalid UTF-8, which encoding/json (like JavaScript
+	// reading the file) turns into U+FFFD.
 	return unquote(b[i:end]), end
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Parser turns the complete lines of one session file, in file order, into a
@@ -25,7 +26,7 @@ const maxInterned = 512
 // readInterned is readString for fields with few distinct values.
 func (p *Parser) readInterned(b []byte, i int) (string, int) {
 	raw, esc, ok, end := rawString(b, i)
-	if !ok || esc || len(raw) > 64 {
+	if !ok || esc || len(raw) > 64 || !utf8.Valid(raw) {
 		return readString(b, i)
 	}
 	if s, ok := p.intern[string(raw)]; ok {

@@ -349,3 +349,65 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMatchesEncodingJSON checks the field walker against
+// encoding/json on any valid line: the envelope strings and the message's
+// role and model must come out the same.
+func FuzzParseMatchesEncodingJSON(f *testing.F) {
+	s := pisession.Generate(pisession.Options{Seed: 4, Turns: 8})
+	for i := range s.Lines {
+		end := len(s.Data)
+		if i+1 < len(s.Offsets) {
+			end = s.Offsets[i+1]
+		}
+		f.Add(s.Data[s.Offsets[i] : end-1])
+	}
+	f.Add([]byte(`{"type":"x","a":{"type":"inner","id":"no"},"id":"yes","b":["id",{"parentId":"no"}],"parentId":"p"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) || bytes.IndexByte(line, '\n') >= 0 || !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+			return
+		}
+		var ref struct {
+			Type, ID, ParentID, Timestamp any
+			Message                       any
+		}
+		if json.Unmarshal(line, &ref) != nil {
+			return // not an object
+		}
+		// encoding/json matches keys case-insensitively; pi (JavaScript)
+		// and bindery do not. Only compare lines whose keys are exact.
+		lower := bytes.ToLower(line)
+		for _, k := range []string{`"type"`, `"id"`, `"parentid"`, `"timestamp"`, `"message"`} {
+			if bytes.Count(lower, []byte(k)) != bytes.Count(line, []byte(k)) {
+				return
+			}
+		}
+		if bytes.Contains(line, []byte(`\u`)) || bytes.Contains(lower, []byte(`"parentid"`)) {
+			return // escaped keys; parentId's capital I always differs from its lower case
+		}
+		p := NewParser("/f")
+		p.Line([]byte(v3Header+"\n"), 0)
+		res := p.Line(line, 100)
+		if res.Entry == nil {
+			if ref.Type != "session" {
+				t.Fatalf("no entry for %q (%+v)", line, res.Err)
+			}
+			return
+		}
+		str := func(v any) string {
+			if s, ok := v.(string); ok {
+				return s
+			}
+			return "<non-string>"
+		}
+		for _, c := range []struct {
+			name string
+			got  string
+			want any
+		}{{"type", res.Entry.Type, ref.Type}, {"id", res.Entry.ID, ref.ID}, {"timestamp", res.Entry.Timestamp, ref.Timestamp}} {
+			if w, ok := c.want.(string); ok && c.got != w {
+				t.Fatalf("%s: got %q, encoding/json %q, line %q", c.name, c.got, str(c.want), line)
+			}
+		}
+	})
+}
