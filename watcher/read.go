@@ -125,6 +125,9 @@ func (r *reader) readBatch(f *os.File, cur Cursor, chk fileCheck, prevTail []byt
 		base = skipStart
 		r.tail.reset(skipTail)
 	}
+	if cap(r.buf) > 4*r.chunk {
+		r.buf = make([]byte, r.chunk) // a long line passed: give its buffer back
+	}
 	next = cur
 	next.Offset = base
 	next.Lines = p.State.Lines

@@ -649,7 +649,7 @@ func TestLargeFileBoundedMemory(t *testing.T) {
 	if len(s.kinds(path)) < 12 {
 		t.Errorf("%d batches for %d bytes in 512 KiB batches", len(s.kinds(path)), len(data))
 	}
-	if c := cap(r.w.rd.buf); c > 4<<20 {
+	if c := cap(r.w.rd.buf); c > 4*readChunk {
 		t.Errorf("read buffer grew to %d bytes", c)
 	}
 	if maxEntries > 2000 {
