@@ -389,7 +389,7 @@ func (p *piSession) assistant(id, parent string, reply json.RawMessage, model st
 
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a deadline, not a timing assertion: the VM is shared
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
