@@ -1176,7 +1176,7 @@ func TestSimulatedConversations(t *testing.T) {
 		t.Logf("%s\n  %s", st, strings.Join(st.examples, "\n  "))
 		return
 	}
-	conversations, steps := 2560, 24
+	conversations, steps := 1024, 16
 	if testing.Short() {
 		conversations, steps = 256, 16
 	}
@@ -1234,4 +1234,84 @@ func FuzzConversation(f *testing.F) {
 			t.Fatalf("violations:%s\n  %s", fmtCounts(st.violations), strings.Join(st.examples, "\n  "))
 		}
 	})
+}
+
+// fixedChooser always answers 0 (the first choice) and never runs out.
+type fixedChooser struct{}
+
+func (fixedChooser) Intn(int) int { return 0 }
+func (fixedChooser) Done() bool   { return false }
+
+// TestJudgedSteadyState drives scripted conversations through bindery and
+// the judge: after the first accept, a plain append-only conversation keeps
+// every thinking block the judge accepts, however its replies are accepted
+// (with the reply, without it, late, or never: attribution by prefix), and
+// with cache markers moving and a one-turn heartbeat system prompt.
+func TestJudgedSteadyState(t *testing.T) {
+	for _, how := range []string{"now", "now-no-reply", "late", "never"} {
+		t.Run(how, func(t *testing.T) {
+			st := newSimStats()
+			s := newSimConv(t, fixedChooser{}, st, 0, judge.Documented())
+			s.behavior, s.beta = "", false
+			s.j = judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true, Secret: []byte("steady")})
+			b := s.cur
+			b.h.model = "claude-fable-5-1"
+			var lateQueue []pendingAccept
+			for turn := 1; turn <= 8; turn++ {
+				s.step = turn
+				b.h.heartbeat = turn == 5
+				b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("turn %d", turn)}}})
+				s.moveCacheMarker(b.h)
+				body := s.body(b)
+				req, out := s.compile(b, body)
+				res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req)}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprintf("t%d", turn)}, {Type: "text", Text: "ok"}})
+				if res.Status != 200 {
+					t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
+				}
+				s.check(b, body, req, out, res)
+				if len(st.violations) > 0 {
+					t.Fatalf("turn %d: violations %v: %v", turn, st.violations, st.examples)
+				}
+				// The heartbeat (turn 5) reads no earlier thinking (seed-changed,
+				// not released); its own reply (messages.9) is bound to the
+				// heartbeat's system prompt from then on; the rest comes back.
+				wantStrips, wantRead := []string{}, turn-1
+				switch {
+				case turn == 5:
+					wantStrips, wantRead = []string{"messages.1.content.0 seed-changed", "messages.3.content.0 seed-changed", "messages.5.content.0 seed-changed", "messages.7.content.0 seed-changed"}, 0
+				case turn > 5:
+					wantStrips, wantRead = []string{"messages.9.content.0 seed-changed"}, turn-2
+				}
+				got := []string{}
+				for _, x := range out.Strips {
+					got = append(got, x.Pos.Path()+" "+string(x.Reason))
+				}
+				if fmt.Sprint(got) != fmt.Sprint(wantStrips) || len(res.Read()) != wantRead {
+					t.Errorf("turn %d: strips %v read %d, want %v read %d", turn, got, len(res.Read()), wantStrips, wantRead)
+				}
+				var v any
+				v, _ = decodeJSON(res.Reply)
+				b.h.msgs = append(b.h.msgs, v)
+				pa := pendingAccept{id: out.ID, reply: res.Reply, kind: how}
+				switch {
+				case turn == 1:
+					pa.kind = "now"
+					s.accept(b, pa)
+				case how == "now":
+					s.accept(b, pa)
+				case how == "now-no-reply":
+					pa.reply = nil
+					s.accept(b, pa)
+				case how == "late":
+					for _, q := range lateQueue {
+						s.accept(b, q)
+					}
+					lateQueue = []pendingAccept{pa}
+				}
+			}
+			if st.forced["unattributable"] != 0 {
+				t.Errorf("%d strips for want of a stamp: attribution by prefix did not stamp the unaccepted replies", st.forced["unattributable"])
+			}
+		})
+	}
 }
