@@ -6,7 +6,7 @@ import { FakeCtx, samplePayload, sampleReply, uiReporter } from "./helpers.js";
 import { json, StubDaemon } from "./stub-daemon.js";
 
 function settingsFor(socketPath: string, over: Partial<BinderySettings> = {}): BinderySettings {
-  return { ...defaultSettings({}, "/h"), socketPath, compileTimeoutMs: 300, callTimeoutMs: 300, ...over };
+  return { ...defaultSettings({}, "/h"), socketPath, compileTimeoutMs: 10_000, callTimeoutMs: 10_000, ...over };
 }
 
 const BOUND_400 =
@@ -158,8 +158,12 @@ test("bindery back after a failure: reported as connected again", async (t) => {
   t.after(() => d.stop());
   const ctx = new FakeCtx();
   const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
-  d.handler = () => {};
+  d.handler = (_c, res) => {
+    res.writeHead(200);
+    res.end("not json"); // a daemon answering garbage counts as not connected
+  };
   await b.beforeProviderRequest(samplePayload(), ctx);
+  assert.match(ctx.status!, /^bindery down/);
   d.handler = (await import("./stub-daemon.js")).defaultHandler;
   assert.ok(await b.beforeProviderRequest(samplePayload(), ctx));
   assert.deepEqual(ctx.notes.map((n) => n.type), ["warning", "info"]);

@@ -47,7 +47,8 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
   async function setup(settings: Record<string, unknown> = {}) {
     const root = tempRoot();
     const d = new BinderyProcess(bin, root);
-    const home = new PiHome(root, fake.baseUrl, { socketPath: d.socketPath, ...settings }, d.agentDir);
+    // A generous deadline: these tests judge what is sent, not speed, on a loaded 2-core box.
+    const home = new PiHome(root, fake.baseUrl, { socketPath: d.socketPath, compileTimeoutMs: 10_000, callTimeoutMs: 10_000, ...settings }, d.agentDir);
     await d.start();
     const from = fake.requests.length;
     return { root, d, home, from, seen: () => fake.requests.slice(from) };
@@ -195,7 +196,7 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
 
     // After: a fresh session where the rewriter runs after bindery, unseen by it.
     const mark = fake.requests.length;
-    const home2 = new PiHome(tempRoot(), fake.baseUrl, { socketPath: d.socketPath }, d.agentDir);
+    const home2 = new PiHome(tempRoot(), fake.baseUrl, { socketPath: d.socketPath, compileTimeoutMs: 10_000, callTimeoutMs: 10_000 }, d.agentDir);
     ok(await home2.run(["one tools:1"]), "run 1'");
     const refused = await home2.run(["-c", "two"], { extensions: [packageDir, payloadEditor], env: edit });
     const r2 = fake.requests.slice(mark);

@@ -148,7 +148,7 @@ describe("harness: pi's events in pi's order, real bindery, fake Anthropic", { s
     await fake.start();
     d = new BinderyProcess(bin, tempRoot());
     await d.start();
-    bridge = new BinderyBridge({ ...defaultSettings({}, "/h"), socketPath: d.socketPath }, uiReporter);
+    bridge = new BinderyBridge({ ...defaultSettings({}, "/h"), socketPath: d.socketPath, compileTimeoutMs: 10_000, callTimeoutMs: 10_000 }, uiReporter);
   });
   after(async () => {
     await d?.stop();
