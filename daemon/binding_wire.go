@@ -20,7 +20,14 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
 	d.ingest.journal = j
-	d.ingest.attribute = b.Ingested
+	blog := d.log.With("component", "binding")
+	d.ingest.attribute = func(ctx context.Context, batch db.Batch, ing db.Ingested) error {
+		err := b.Ingested(ctx, batch, ing)
+		if err != nil && ctx.Err() == nil {
+			blog.Warn("reply attribution", "file", batch.Path, "err", err)
+		}
+		return err
+	}
 	s.Binder = b
 	s.Events = &api.EventFeed{Hub: hub, Log: EventLog{DB: d.store}, Logger: d.log.With("component", "events")}
 	d.onShutdown = append(d.onShutdown, hub.Close)

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,9 +85,9 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 		return err
 	}
 	if in.attribute != nil {
-		if err := in.attribute(ctx, batch, res); err != nil && ctx.Err() == nil {
-			slog.Default().Warn("binding: reply attribution", "file", b.Path, "err", err)
-		}
+		// Not fatal to ingest: the batch is committed, and a reply bindery
+		// cannot attribute is stripped later (safe). attribute logs it.
+		in.attribute(ctx, batch, res)
 	}
 	in.lastIngest.Store(time.Now().UnixMilli())
 	in.mu.Lock()
