@@ -69,7 +69,7 @@ type Entry struct {
 	Offset    int64  `json:"offset"` // byte offset of the line in the file
 	Length    int    `json:"length"` // bytes, newline included
 	Type      string `json:"type"`   // session entry type, kept verbatim when unknown
-	ID        string `json:"id"`     // v1 lines get a synthesized id derived from the line number
+	ID        string `json:"id"`     // v1 lines get a synthesized id from pi's entry index (V1ID)
 	ParentID  string `json:"parentId,omitempty"`
 	Timestamp string `json:"timestamp,omitempty"`
 
