@@ -236,15 +236,17 @@ func (s *splitter) value() ([]byte, error) {
 func (s *splitter) str() error {
 	s.pos++ // opening quote
 	for s.pos < len(s.b) {
-		switch s.b[s.pos] {
-		case '\\':
+		i := bytes.IndexAny(s.b[s.pos:], "\"\\")
+		if i < 0 {
+			break
+		}
+		s.pos += i
+		if s.b[s.pos] == '\\' {
 			s.pos += 2
 			continue
-		case '"':
-			s.pos++
-			return nil
 		}
 		s.pos++
+		return nil
 	}
 	return fmt.Errorf("unterminated string")
 }

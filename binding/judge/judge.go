@@ -32,6 +32,8 @@ type Options struct {
 type Judge struct {
 	mu         sync.Mutex
 	cache      map[string]*msgInfo
+	heads      map[string]headInfo
+	opened     map[string]record // signatures that opened, by their exact text
 	reading    Reading
 	newAccount bool
 	secret     []byte
@@ -44,7 +46,7 @@ func New(o Options) *Judge {
 	if s == nil {
 		s = []byte("judge: fixed test secret")
 	}
-	return &Judge{cache: map[string]*msgInfo{}, reading: o.Reading, newAccount: o.NewAccount, secret: append([]byte(nil), s...)}
+	return &Judge{cache: map[string]*msgInfo{}, heads: map[string]headInfo{}, opened: map[string]record{}, reading: o.Reading, newAccount: o.NewAccount, secret: append([]byte(nil), s...)}
 }
 
 // Reading returns the reading the judge runs under.
@@ -212,6 +214,44 @@ type blockInfo struct {
 
 const maxCachedMessages = 1 << 14
 
+// headInfo is the digests of system and tools, cached by their raw bytes.
+type headInfo struct{ system, tools [32]byte }
+
+func (j *Judge) head(top map[string][]byte) (headInfo, bool) {
+	sysRaw, hasSys := top["system"]
+	toolsRaw, hasTools := top["tools"]
+	key := fmt.Sprintf("%v%d:%s%v%s", hasSys, len(sysRaw), sysRaw, hasTools, toolsRaw)
+	j.mu.Lock()
+	hd, ok := j.heads[key]
+	j.mu.Unlock()
+	if ok {
+		return hd, true
+	}
+	m := map[string]any{}
+	if hasSys {
+		v, err := decode(sysRaw)
+		if err != nil {
+			return hd, false
+		}
+		m["system"] = v
+	}
+	if hasTools {
+		v, err := decode(toolsRaw)
+		if err != nil {
+			return hd, false
+		}
+		m["tools"] = v
+	}
+	hd = headInfo{systemDigest(m), toolsDigest(m)}
+	j.mu.Lock()
+	if len(j.heads) >= 256 {
+		clear(j.heads)
+	}
+	j.heads[key] = hd
+	j.mu.Unlock()
+	return hd, true
+}
+
 func (j *Judge) message(raw []byte) *msgInfo {
 	j.mu.Lock()
 	info, ok := j.cache[string(raw)]
@@ -267,7 +307,7 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		return nil, &r
 	}
 	for k, raw := range top {
-		if k != "messages" && !json.Valid(raw) {
+		if k != "messages" && k != "system" && k != "tools" && !json.Valid(raw) {
 			r := fail(400, "invalid JSON body: field "+k)
 			return nil, &r
 		}
@@ -286,13 +326,12 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		r := fail(404, fmt.Sprintf("model: %q not found", name))
 		return nil, &r
 	}
-	head := map[string]any{}
-	for _, k := range []string{"system", "tools"} {
-		if _, ok := top[k]; ok {
-			head[k] = field(k)
-		}
+	hd, ok := j.head(top)
+	if !ok {
+		r := fail(400, "invalid JSON body: system or tools")
+		return nil, &r
 	}
-	p := &parsed{model: mdl, system: systemDigest(head), tools: toolsDigest(head), latest: -1}
+	p := &parsed{model: mdl, system: hd.system, tools: hd.tools, latest: -1}
 	if th, ok := field("thinking").(map[string]any); ok {
 		if bb, ok := th["block_binding"]; ok {
 			p.hasBB = true
