@@ -1,7 +1,7 @@
 import { BinderyClient, BinderyError } from "./client.js";
 import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
 import type { BinderySettings } from "./settings.js";
-import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage } from "./wire.js";
+import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "./wire.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -267,8 +267,8 @@ export class BinderyBridge {
   }
 
   private async accept(pending: Pending, m: PiAssistantMessage, ctx: PiContext): Promise<void> {
-    let inputTransformations: unknown[] | undefined;
-    if (pending.transformations) {
+    let inputTransformations = transformationsFromDiagnostics(m);
+    if (!inputTransformations && pending.transformations) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       inputTransformations = await Promise.race([
         pending.transformations.promise,

@@ -40,6 +40,12 @@ export interface PiAssistantMessage {
   stopReason?: "stop" | "length" | "toolUse" | "error" | "aborted";
   errorMessage?: string;
   timestamp?: number;
+  /**
+   * pi 1.x (@earendil-works): notes on the response. The Anthropic provider records the
+   * response's input_transformations as {type: "anthropic_input_transformations",
+   * details: {transformations: [{type, path, reason}]}} when non-empty.
+   */
+  diagnostics?: { type?: string; details?: unknown }[];
 }
 
 export interface PiModel {

@@ -156,3 +156,17 @@ export function parseBindingRefusal(errorMessage: string | undefined): BindingRe
   const m = /(messages\.\d+\.content\.\d+)/.exec(errorMessage);
   return m ? { path: m[1] } : undefined;
 }
+
+/**
+ * The response's input_transformations where pi exposes them: pi 1.x records them on the
+ * assistant message as an "anthropic_input_transformations" diagnostic; pi 0.x does not
+ * read them at all (then undefined).
+ */
+export function transformationsFromDiagnostics(message: PiAssistantMessage): unknown[] | undefined {
+  for (const d of message.diagnostics ?? []) {
+    if (d?.type !== "anthropic_input_transformations") continue;
+    const t = (d.details as { transformations?: unknown } | undefined)?.transformations;
+    if (Array.isArray(t)) return t;
+  }
+  return undefined;
+}

@@ -246,6 +246,13 @@ test("drop_block is remembered in the session: persisted when turned on, restore
   assert.equal(off.thinking.block_binding, undefined);
 });
 
+async function plain0(socketPath: string, dropped: unknown[]) {
+  const b = new BinderyBridge(settingsFor(socketPath), uiReporter);
+  const ctx = new FakeCtx();
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  await b.messageEnd(sampleReply({ diagnostics: [{ type: "anthropic_input_transformations", timestamp: 1, details: { transformations: dropped } }] }), ctx);
+}
+
 test("drop_block requests pass the response's input_transformations to the accept", async (t) => {
   const d = await new StubDaemon().start();
   t.after(() => d.stop());
@@ -256,6 +263,9 @@ test("drop_block requests pass the response's input_transformations to the accep
   const dropped = [{ type: "thinking_dropped", path: "messages.1.content.0", reason: "prefix_binding_mismatch" }];
   b.receiveTransformations(dropped); // the fetch wrapper read them while pi streamed
   await b.messageEnd(sampleReply(), ctx);
+  assert.deepEqual(d.calls.at(-1)!.body.inputTransformations, dropped);
+  // pi 1.x reports them itself, on the message: taken from there.
+  await plain0(d.socketPath, dropped);
   assert.deepEqual(d.calls.at(-1)!.body.inputTransformations, dropped);
   // Without drop_block there is no beta, so nothing is awaited or sent.
   const plain = new BinderyBridge(settingsFor(d.socketPath), uiReporter);

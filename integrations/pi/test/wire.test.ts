@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage } from "../src/wire.js";
+import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "../src/wire.js";
 import { withDropBlock } from "../src/bridge.js";
 import { samplePayload } from "./helpers.js";
 
@@ -117,4 +117,14 @@ test("withDropBlock sets the field only when thinking is on, keeping the rest", 
   assert.equal(withDropBlock(off), off);
   const disabled = { ...p, thinking: { type: "disabled" } };
   assert.equal(withDropBlock(disabled), disabled);
+});
+
+test("input_transformations from pi 1.x's assistant diagnostics", () => {
+  const t = [{ type: "thinking_dropped", path: "messages.3.content.0", reason: "prefix_binding_mismatch" }];
+  assert.deepEqual(
+    transformationsFromDiagnostics({ role: "assistant", content: [], diagnostics: [{ type: "other" }, { type: "anthropic_input_transformations", details: { transformations: t } }] }),
+    t,
+  );
+  assert.equal(transformationsFromDiagnostics({ role: "assistant", content: [] }), undefined);
+  assert.equal(transformationsFromDiagnostics({ role: "assistant", content: [], diagnostics: [{ type: "anthropic_input_transformations", details: {} }] }), undefined);
 });
