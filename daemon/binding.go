@@ -965,35 +965,48 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 }
 
 // forgetAcceptedRecords mirrors db.MarkAccepted: accepted records of a
-// branch beyond the newest keep.PerBranch, other than its owner, go.
+// branch beyond its newest keep.PerBranch (other than its owner), and of
+// the conversation beyond its newest AcceptedRecords, go; accepted
+// compiles beyond the newest Tombstones are forgotten entirely.
 func (b *Binder) forgetAcceptedRecords(c *conv, branch string) {
+	keep := b.keep.Normalized()
 	owner := ""
 	if br := c.branches[branch]; br != nil {
 		owner = br.Owner
 	}
-	var seqs []int64
+	var inBranch, accepted []int64
 	for _, e := range c.compiles {
 		if e.branch == branch {
-			seqs = append(seqs, e.seq)
+			inBranch = append(inBranch, e.seq)
+		}
+		if e.accepted {
+			accepted = append(accepted, e.seq)
 		}
 	}
-	keep := max(b.keep.PerBranch, binding.MinRemembered)
-	if len(seqs) <= keep {
-		return
-	}
-	// the keep-th newest seq
-	cut := kthLargest(seqs, keep)
-	for id, e := range c.compiles {
-		if e.branch == branch && e.accepted && e.rec != nil && id != owner && e.seq < cut {
-			e.rec = nil
+	if len(inBranch) > keep.PerBranch {
+		cut := kthLargest(inBranch, keep.PerBranch)
+		for id, e := range c.compiles {
+			if e.branch == branch && e.accepted && e.rec != nil && id != owner && e.seq < cut {
+				e.rec = nil
+			}
 		}
 	}
-}
-
-func kthLargest(xs []int64, k int) int64 {
-	s := append([]int64(nil), xs...)
-	slices.Sort(s)
-	return s[len(s)-k]
+	if len(accepted) > keep.AcceptedRecords {
+		cut := kthLargest(accepted, keep.AcceptedRecords)
+		for _, e := range c.compiles {
+			if e.accepted && e.seq < cut {
+				e.rec = nil
+			}
+		}
+	}
+	if len(accepted) > keep.Tombstones {
+		cut := kthLargest(accepted, keep.Tombstones)
+		for id, e := range c.compiles {
+			if e.accepted && e.seq < cut {
+				delete(c.compiles, id)
+			}
+		}
+	}
 }
 
 func releaseFields(compile, branch, source string, rels []db.ReleaseRow) map[string]any {
@@ -1174,3 +1187,10 @@ func sortedBranches(m map[string]*db.BranchRow) []*db.BranchRow {
 }
 
 var _ api.Binder = (*Binder)(nil)
+
+// kthLargest returns the k-th largest of xs (1-based; len(xs) >= k).
+func kthLargest(xs []int64, k int) int64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)-k]
+}

@@ -17,12 +17,32 @@ import (
 // Retention of compile records (design/binding.md: at least the 32 most
 // recent unaccepted compiles per branch).
 type CompileRetention struct {
-	PerBranch       int // newest unaccepted compiles kept per branch (>= 32)
-	PerConversation int // and at most this many per conversation
+	PerBranch       int // newest unaccepted compiles kept per branch (>= 32), and accepted records per branch
+	PerConversation int // and at most this many unaccepted per conversation
+	// AcceptedRecords bounds the accepted records a conversation keeps
+	// (pi makes every leaf a branch, so a per-branch bound alone would
+	// keep a record per turn); Tombstones bounds the accepted compiles
+	// remembered at all (a repeated accept of an older one is a 404).
+	AcceptedRecords int
+	Tombstones      int
 }
 
 // DefaultCompileRetention keeps twice the minimum per branch.
-var DefaultCompileRetention = CompileRetention{PerBranch: 64, PerConversation: 1024}
+var DefaultCompileRetention = CompileRetention{PerBranch: 64, PerConversation: 1024, AcceptedRecords: 256, Tombstones: 10000}
+
+func (k CompileRetention) normalized() CompileRetention {
+	k.PerBranch = max(k.PerBranch, binding.MinRemembered)
+	k.PerConversation = max(k.PerConversation, k.PerBranch)
+	if k.AcceptedRecords <= 0 {
+		k.AcceptedRecords = DefaultCompileRetention.AcceptedRecords
+	}
+	k.AcceptedRecords = max(k.AcceptedRecords, k.PerBranch)
+	if k.Tombstones <= 0 {
+		k.Tombstones = DefaultCompileRetention.Tombstones
+	}
+	k.Tombstones = max(k.Tombstones, k.AcceptedRecords)
+	return k
+}
 
 // ConversationRow is a conversation's own row.
 type ConversationRow struct {
@@ -141,12 +161,7 @@ func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, 
 		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, blob); err != nil {
 		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
 	}
-	if keep.PerBranch < 32 {
-		keep.PerBranch = 32
-	}
-	if keep.PerConversation < keep.PerBranch {
-		keep.PerConversation = keep.PerBranch
-	}
+	keep = keep.normalized()
 	rows, err := tx.QueryContext(ctx, `DELETE FROM compiles WHERE accepted_ms IS NULL AND (
 			seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?3)
 			OR seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?4))
@@ -182,17 +197,30 @@ func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, a
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("accept compile %s: %w", rec.ID, binding.ErrUnknownCompile)
 	}
-	if keep.PerBranch < 32 {
-		keep.PerBranch = 32
-	}
+	keep = keep.normalized()
 	_, err = tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NOT NULL AND record IS NOT NULL AND id != ?3
 		AND seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 ORDER BY seq DESC LIMIT -1 OFFSET ?4)`,
 		rec.Conversation, rec.Branch, rec.ID, keep.PerBranch)
 	if err != nil {
 		return fmt.Errorf("forget accepted records of %s/%s: %w", rec.Conversation, rec.Branch, err)
 	}
+	_, err = tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE conversation = ?1 AND accepted_ms IS NOT NULL AND record IS NOT NULL
+		AND seq < (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
+		rec.Conversation, keep.AcceptedRecords-1)
+	if err != nil {
+		return fmt.Errorf("forget accepted records of %s: %w", rec.Conversation, err)
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL
+		AND seq < (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
+		rec.Conversation, keep.Tombstones-1)
+	if err != nil {
+		return fmt.Errorf("forget accepted compiles of %s: %w", rec.Conversation, err)
+	}
 	return nil
 }
+
+// Normalized is the retention as the store applies it.
+func (k CompileRetention) Normalized() CompileRetention { return k.normalized() }
 
 // InsertStamps records stamps; a key already stamped keeps its first stamp.
 // It returns the stamps actually inserted.
