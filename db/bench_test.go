@@ -1,6 +1,8 @@
 package db
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -10,16 +12,17 @@ import (
 
 // BenchmarkCommit: one small batch (an assistant entry with a thinking
 // block, its cursor and its event) per transaction, as a live append is
-// committed. sync=full is what the daemon runs; sync=normal shows what the
-// fsync costs on this disk. p50/p99 are per commit.
+// committed. "ingest" is what the daemon does (atomic, not fsynced on its
+// own); "durable" is the same transaction fsynced before returning, as
+// every non-ingest write is. p50/p99 are per commit.
 func BenchmarkCommit(b *testing.B) {
-	for _, noSync := range []bool{false, true} {
-		name := "sync=full"
-		if noSync {
-			name = "sync=normal"
+	for _, durable := range []bool{false, true} {
+		name := "ingest"
+		if durable {
+			name = "durable"
 		}
 		b.Run(name, func(b *testing.B) {
-			d, err := Open(b.Context(), filepath.Join(b.TempDir(), "c.db"), Options{NoSync: noSync})
+			d, err := Open(b.Context(), filepath.Join(b.TempDir(), "c.db"), Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -33,8 +36,17 @@ func BenchmarkCommit(b *testing.B) {
 			for b.Loop() {
 				line++
 				e := assistant(line, fmt.Sprint("e", line), fmt.Sprint("e", line-1), signed(0, fmt.Sprint(line)))
+				batch := Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, int64(100*line), line), Entries: []Entry{e}}
 				t0 := time.Now()
-				if _, err := d.Ingest(b.Context(), Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, int64(100*line), line), Entries: []Entry{e}}); err != nil {
+				if durable {
+					err = d.Write(b.Context(), func(ctx context.Context, tx *sql.Tx) error {
+						_, err := d.ingestTx(ctx, tx, batch)
+						return err
+					})
+				} else {
+					_, err = d.Ingest(b.Context(), batch)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t0))

@@ -382,6 +382,10 @@ func TestIngestFoundGrewAndTree(t *testing.T) {
 	if n := count(t, d, `SELECT count(*) FROM events WHERE type = 'ingest-error'`); n != 1 {
 		t.Errorf("ingest-error events = %d", n)
 	}
+	// Ingest commits relax synchronous for their own transaction only.
+	if got := pragma(t, d.writer, "synchronous"); got != "2" {
+		t.Errorf("writer synchronous after ingest = %s, want 2 (FULL)", got)
+	}
 	st, err := d.Stats(t.Context())
 	if err != nil || st.Sessions != 1 || st.Entries != 7 || st.ThinkingBlocks != 3 || st.IngestErrors != 1 || st.IngestedBytes != 800 {
 		t.Errorf("stats %+v %v", st, err)

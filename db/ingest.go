@@ -105,11 +105,13 @@ type Ingested struct {
 	Events    []Event
 }
 
-// Ingest applies b and its cursor in one transaction: either all of it is
-// on disk when Ingest returns nil, or none of it.
+// Ingest applies b and its cursor in one transaction: all of it or none
+// of it is committed. The commit is not fsynced on its own (see write): it
+// is durable with the next fsync, and until then a power loss can only
+// undo it whole, to be read again from the file.
 func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 	var out Ingested
-	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = d.ingestTx(ctx, tx, b)
 		return err
@@ -124,7 +126,7 @@ func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 // a cold start over many small files). All or none are committed.
 func (d *DB) IngestAll(ctx context.Context, bs []Batch) ([]Ingested, error) {
 	out := make([]Ingested, 0, len(bs))
-	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
 		for _, b := range bs {
 			r, err := d.ingestTx(ctx, tx, b)
