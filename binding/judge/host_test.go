@@ -10,7 +10,7 @@ import (
 // conv is a small host for the judge's own tests: it keeps a conversation as
 // plain JSON values and sends it to a judge.
 type conv struct {
-	t    *testing.T
+	t    testing.TB
 	j    *Judge
 	top  map[string]any
 	msgs []any
@@ -29,7 +29,7 @@ const (
 
 var allModes = []mode{ENF, DROP, REC, NB}
 
-func newConv(t *testing.T, m mode, r Reading) *conv {
+func newConv(t testing.TB, m mode, r Reading) *conv {
 	t.Helper()
 	c := &conv{t: t, top: map[string]any{
 		"model":      "claude-fable-5-1",

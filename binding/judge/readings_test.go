@@ -187,3 +187,38 @@ func TestMalformedBodies(t *testing.T) {
 		t.Errorf("unknown model: %d", res.Status)
 	}
 }
+
+// Scenarios 26 and 27: the beta header alone, no block_binding, edited history.
+func TestScenario26And27BetaHeaderAlone(t *testing.T) {
+	for _, newAccount := range []bool{false, true} {
+		for _, beta := range []bool{false, true} {
+			m := REC
+			if newAccount {
+				m = ENF
+			}
+			c := newConv(t, m, Documented())
+			fourTurns(c)
+			c.beta = beta
+			c.msgs[0].(map[string]any)["content"] = "edited"
+			res := c.send()
+			switch {
+			case !newAccount && beta: // 26, old account: 200 + thinking_mismatch_allowed
+				if res.Status != 200 || len(res.Transformations) != 4 || res.Transformations[0].Type != "thinking_mismatch_allowed" {
+					t.Errorf("old account, beta: %d %v", res.Status, res.Transformations)
+				}
+			case !newAccount && !beta: // old account, nothing sent: passes, nothing reported
+				if res.Status != 200 || res.Transformations != nil {
+					t.Errorf("old account, no beta: %d %v", res.Status, res.Transformations)
+				}
+			case newAccount && beta: // 26, new account: 400 without the header sentence
+				if res.Status != 400 || strings.Contains(res.Error, "anthropic-beta") {
+					t.Errorf("new account, beta: %d %q", res.Status, res.Error)
+				}
+			case newAccount && !beta: // 27: 400 with the header sentence
+				if res.Status != 400 || !strings.Contains(res.Error, "That setting requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.") {
+					t.Errorf("new account, no beta: %d %q", res.Status, res.Error)
+				}
+			}
+		}
+	}
+}
