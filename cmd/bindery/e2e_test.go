@@ -312,6 +312,46 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("sessions --json after appends: %+v %v", m[live.ID], err)
 	}
 
+	// pi migrates the v1 file in place (same inode, longer): re-ingested
+	// whole, now version 3 with pi's new ids.
+	mig := b.Migrated(99)
+	if err := pisession.RewriteInPlace(pathB, mig.Data); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the migrated file", func() (bool, string) {
+		d, err := c.Session(ctx, b.ID)
+		return err == nil && d.Version == 3 && d.Entries == len(mig.Lines)-1 && d.Leaf == mig.Lines[len(mig.Lines)-1].ID,
+			fmt.Sprintf("%+v %v", d.Session, err)
+	})
+	// A project folder created after start, with a session in it.
+	late := pisession.Generate(pisession.Options{Seed: 4, Cwd: "/home/dev/src/late", Turns: 3})
+	lateDir := filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/late"))
+	if err := os.MkdirAll(lateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.WriteFile(filepath.Join(lateDir, pisession.FileName(start, late.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a session in a new folder", func() (bool, string) {
+		d, err := c.Session(ctx, late.ID)
+		return err == nil && d.Cwd == "/home/dev/src/late" && d.Entries == len(late.Lines)-1, fmt.Sprint(err)
+	})
+	// A deleted file: the session leaves the list, and what was learned stays.
+	if err := os.Remove(pathA); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removed session", func() (bool, string) {
+		m, err := e.sessionsJSON()
+		if err != nil {
+			return false, err.Error()
+		}
+		_, listed := m[a.ID]
+		d, err := c.Session(ctx, a.ID)
+		return !listed && err == nil && d.Removed && d.ThinkingBlocks > 0, fmt.Sprint(listed, d.Removed, err)
+	})
+	want[b.ID] = len(mig.Lines) - 1
+	want[late.ID] = len(late.Lines) - 1
+
 	// A second daemon on the same state refuses, naming the first.
 	_, serr, code = e.run("serve")
 	if code == 0 || !strings.Contains(serr, "in use by another bindery") || !strings.Contains(serr, fmt.Sprint("pid ", d.cmd.Process.Pid)) {
@@ -351,6 +391,9 @@ func TestEndToEnd(t *testing.T) {
 		return m[live.ID].Entries == upto-1, fmt.Sprint(m[live.ID].Entries)
 	})
 	rows := e.entryRows()
+	if len(rows) != len(want) {
+		t.Errorf("sessions in the database: %v, want %v", rows, want)
+	}
 	for id, n := range want {
 		if rows[id] != n {
 			t.Errorf("session %s has %d entry rows, want %d (duplicates or losses)", id, rows[id], n)
@@ -374,5 +417,59 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(d.stderr.String(), "shutting down") || !strings.Contains(d.stderr.String(), "stopped") {
 		t.Errorf("shutdown log:\n%s", d.stderr)
+	}
+}
+
+// TestRestartMidIngest kills the daemon (kill -9) while its first ingest of
+// an archive is under way, restarts it, and checks every session ends up
+// with exactly its lines: nothing lost, nothing twice.
+func TestRestartMidIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	e := newE2E(t)
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	want := map[string]int{}
+	var total int64
+	for i := range 60 {
+		s := pisession.Generate(pisession.Options{Seed: uint64(100 + i), TargetBytes: 400 << 10})
+		if err := s.WriteFile(filepath.Join(e.sessions, pisession.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))); err != nil {
+			t.Fatal(err)
+		}
+		want[s.ID] = len(s.Lines) - 1
+		total += int64(len(s.Data))
+	}
+	d := e.serve()
+	c := api.NewClient(e.sock)
+	defer c.Close()
+	var at int64
+	waitFor(t, "ingest under way", func() (bool, string) {
+		h, err := c.Health(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		at = h.Watcher.IngestedBytes
+		return at > 0, fmt.Sprint(at)
+	})
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	if at >= total {
+		t.Logf("the daemon finished before the kill (%d of %d bytes); the restart still must not duplicate", at, total)
+	} else {
+		t.Logf("killed at %d of %d bytes", at, total)
+	}
+	e.serve()
+	waitFor(t, "the whole archive", func() (bool, string) {
+		h, err := c.Health(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		return h.Watcher.IngestedBytes == total && h.Watcher.Sessions == len(want), fmt.Sprint(h.Watcher.IngestedBytes, "/", total)
+	})
+	rows := e.entryRows()
+	for id, n := range want {
+		if rows[id] != n {
+			t.Errorf("session %s: %d entry rows, want %d", id, rows[id], n)
+		}
 	}
 }
