@@ -874,6 +874,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	}
 	rec := out.Record
 	now := time.Now().UnixMilli()
+	nullRecords, forget := b.retentionPlan(c, rec)
 	var stamped []db.StampRow
 	var released []db.ReleaseRow
 	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
@@ -921,6 +922,9 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := db.MarkAccepted(ctx, tx, rec, now, len(stamped), len(released), b.keep); err != nil {
 			return err
 		}
+		if err := db.ForgetCompiles(ctx, tx, nullRecords, forget); err != nil {
+			return err
+		}
 		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,
 			"stamped": len(stamped), "released": len(released), "owner": out.Owner, "reply": len(call.Reply) > 0}); err != nil {
 			return err
@@ -960,27 +964,67 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	if out.Engage {
 		c.row.EngagedCompile, c.row.EngagedMs, c.stored = rec.ID, now, true
 	}
-	b.forgetAcceptedRecords(c, rec.Branch)
+	b.forgetAcceptedRecords(c, rec.Branch, nullRecords, forget)
 	return &api.AcceptAnswer{Accepted: true, Stamped: len(stamped), Released: len(released)}, nil
 }
 
-// forgetAcceptedRecords mirrors db.MarkAccepted: accepted records of a
-// branch beyond its newest keep.PerBranch (other than its owner), and of
-// the conversation beyond its newest AcceptedRecords, go; accepted
-// compiles beyond the newest Tombstones are forgotten entirely.
-func (b *Binder) forgetAcceptedRecords(c *conv, branch string) {
+// retentionPlan picks, from the conversation's mirror, what an accept of
+// rec must forget besides db.MarkAccepted's per-branch rule: accepted
+// records beyond the conversation's newest AcceptedRecords (pi makes every
+// leaf a branch, so the per-branch rule alone would keep one per turn) and
+// accepted compiles beyond the newest Tombstones. It runs only once the
+// bound is overshot by a margin, so its cost is amortized over many
+// accepts.
+func (b *Binder) retentionPlan(c *conv, rec *binding.CompileRecord) (nullRecords, forget []string) {
+	keep := b.keep.Normalized()
+	records, accepted := 1, 1 // rec itself, not yet marked in the mirror
+	for id, e := range c.compiles {
+		if e.accepted && id != rec.ID {
+			accepted++
+			if e.rec != nil {
+				records++
+			}
+		}
+	}
+	if records <= keep.AcceptedRecords+keep.AcceptedRecords/8 && accepted <= keep.Tombstones+keep.Tombstones/8 {
+		return nil, nil
+	}
+	var seqs []int64
+	for id, e := range c.compiles {
+		if e.accepted && id != rec.ID {
+			seqs = append(seqs, e.seq)
+		}
+	}
+	seqs = append(seqs, rec.Seq)
+	slices.Sort(seqs)
+	recordCut := seqs[max(0, len(seqs)-keep.AcceptedRecords)]
+	forgetCut := seqs[max(0, len(seqs)-keep.Tombstones)]
+	for id, e := range c.compiles {
+		if !e.accepted || id == rec.ID {
+			continue
+		}
+		switch {
+		case e.seq < forgetCut:
+			forget = append(forget, id)
+		case e.seq < recordCut && e.rec != nil:
+			nullRecords = append(nullRecords, id)
+		}
+	}
+	return nullRecords, forget
+}
+
+// forgetAcceptedRecords mirrors db.MarkAccepted's per-branch rule and the
+// retention plan the accept committed.
+func (b *Binder) forgetAcceptedRecords(c *conv, branch string, nullRecords, forget []string) {
 	keep := b.keep.Normalized()
 	owner := ""
 	if br := c.branches[branch]; br != nil {
 		owner = br.Owner
 	}
-	var inBranch, accepted []int64
+	var inBranch []int64
 	for _, e := range c.compiles {
 		if e.branch == branch {
 			inBranch = append(inBranch, e.seq)
-		}
-		if e.accepted {
-			accepted = append(accepted, e.seq)
 		}
 	}
 	if len(inBranch) > keep.PerBranch {
@@ -991,21 +1035,13 @@ func (b *Binder) forgetAcceptedRecords(c *conv, branch string) {
 			}
 		}
 	}
-	if len(accepted) > keep.AcceptedRecords {
-		cut := kthLargest(accepted, keep.AcceptedRecords)
-		for _, e := range c.compiles {
-			if e.accepted && e.seq < cut {
-				e.rec = nil
-			}
+	for _, id := range nullRecords {
+		if e := c.compiles[id]; e != nil {
+			e.rec = nil
 		}
 	}
-	if len(accepted) > keep.Tombstones {
-		cut := kthLargest(accepted, keep.Tombstones)
-		for id, e := range c.compiles {
-			if e.accepted && e.seq < cut {
-				delete(c.compiles, id)
-			}
-		}
+	for _, id := range forget {
+		delete(c.compiles, id)
 	}
 }
 

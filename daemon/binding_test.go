@@ -472,3 +472,52 @@ func TestJournalGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// Accepted compiles on ever new branches (pi's leaves) stay bounded, and
+// the in-memory mirror agrees with what a restart reloads.
+func TestBinderAcceptedRetention(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}})
+	body := request("ret", 1, 10)
+	var ids []string
+	for i := 0; i < 120; i++ {
+		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "ret", Branch: fmt.Sprint("leaf", i), Request: body, Return: api.ReturnPlan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ans.CompileID)
+	}
+	count := func(b *Binder) (compiles, records int) {
+		c, err := b.lock(t.Context(), "ret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.mu.Unlock()
+		for _, e := range c.compiles {
+			compiles++
+			if e.rec != nil {
+				records++
+			}
+		}
+		return
+	}
+	mc, mr := count(e.b)
+	rc, rr := count(NewBinder(e.j, BinderConfig{}))
+	if mc != rc || mr != rr {
+		t.Fatalf("memory has %d compiles / %d records, the database %d / %d", mc, mr, rc, rr)
+	}
+	if mc > 50+50/8+1 || mr > 40+40/8+1 || mc < 50 || mr < 40 {
+		t.Fatalf("%d compiles, %d records: not bounded as configured", mc, mr)
+	}
+	// the newest are all remembered with their records; a repeated accept
+	// of a recent one answers 200, of a forgotten one 404
+	if again, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ids[len(ids)-1]}); err != nil || !again.Repeated {
+		t.Fatalf("recent repeat: %+v %v", again, err)
+	}
+	if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ids[0]}); !api.IsCode(err, api.CodeUnknownCompile) {
+		t.Fatalf("repeat of a compile beyond the tombstones: %v", err)
+	}
+}

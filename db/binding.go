@@ -204,17 +204,24 @@ func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, a
 	if err != nil {
 		return fmt.Errorf("forget accepted records of %s/%s: %w", rec.Conversation, rec.Branch, err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE conversation = ?1 AND accepted_ms IS NOT NULL AND record IS NOT NULL
-		AND seq < (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
-		rec.Conversation, keep.AcceptedRecords-1)
-	if err != nil {
-		return fmt.Errorf("forget accepted records of %s: %w", rec.Conversation, err)
+	return nil
+}
+
+// ForgetCompiles drops the records of accepted compiles (nullRecords: the
+// ids stay, so a repeated accept still answers 200) and forgets accepted
+// compiles entirely (forget). The daemon picks them from its mirror of
+// the conversation (CompileRetention.AcceptedRecords, Tombstones), so
+// this costs the ids given, not the conversation's length.
+func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []string) error {
+	for _, id := range nullRecords {
+		if _, err := tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`, id); err != nil {
+			return fmt.Errorf("forget record of %s: %w", id, err)
+		}
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL
-		AND seq < (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
-		rec.Conversation, keep.Tombstones-1)
-	if err != nil {
-		return fmt.Errorf("forget accepted compiles of %s: %w", rec.Conversation, err)
+	for _, id := range forget {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM compiles WHERE id = ? AND accepted_ms IS NOT NULL`, id); err != nil {
+			return fmt.Errorf("forget compile %s: %w", id, err)
+		}
 	}
 	return nil
 }

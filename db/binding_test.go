@@ -237,42 +237,35 @@ func TestEventBoundsAndPrune(t *testing.T) {
 	})
 }
 
-// A pi session makes every leaf a branch: accepted records are bounded per
-// conversation too, and accepted compiles beyond the tombstones go.
-func TestAcceptedRetention(t *testing.T) {
+func TestForgetCompiles(t *testing.T) {
 	d := mustOpen(t)
-	keep := CompileRetention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}
-	for i := range 60 {
-		id := fmt.Sprintf("p%02d", i)
-		rec := insertCompile(t, d, id, "pi", "leaf-"+id)
+	for _, id := range []string{"a", "b", "c"} {
+		rec := insertCompile(t, d, id, "conv", "leaf-"+id)
+		if id == "c" {
+			continue
+		}
 		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			rec.Accepted = true
-			return MarkAccepted(ctx, tx, rec, 1, 0, 0, keep)
+			return MarkAccepted(ctx, tx, rec, 1, 0, 0, DefaultCompileRetention)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := d.LoadConversation(t.Context(), "pi")
+	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		return ForgetCompiles(ctx, tx, []string{"a", "c"}, []string{"b", "c"})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := 0
-	for _, c := range st.Compiles {
-		if c.Record != nil {
-			records++
-		}
+	if c, found, _ := d.Compile(t.Context(), "a"); !found || c.Record != nil {
+		t.Fatalf("a: found %v record %v", found, c.Record != nil)
 	}
-	if len(st.Compiles) != 50 || records != 40 {
-		t.Fatalf("%d compiles, %d records; want 50 and 40", len(st.Compiles), records)
+	if _, found, _ := d.Compile(t.Context(), "b"); found {
+		t.Fatal("b not forgotten")
 	}
-	if _, found, _ := d.Compile(t.Context(), "p09"); found {
-		t.Fatal("p09 beyond the tombstones is still remembered")
-	}
-	if c, found, _ := d.Compile(t.Context(), "p20"); !found || c.Record == nil {
-		t.Fatal("p20 lost its record")
-	}
-	if c, found, _ := d.Compile(t.Context(), "p19"); !found || c.Record != nil {
-		t.Fatal("p19 should be a tombstone without a record")
+	// an unaccepted compile is never touched by it
+	if c, found, _ := d.Compile(t.Context(), "c"); !found || c.Record == nil {
+		t.Fatal("c (unaccepted) lost")
 	}
 }
