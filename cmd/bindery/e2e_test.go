@@ -32,9 +32,8 @@ var (
 	buildErr  error
 )
 
-// buildBindery builds this package's binary once per test run.
-func buildBindery(t *testing.T) string {
-	t.Helper()
+// buildBinary builds this package's binary once per test run.
+func buildBinary() (string, error) {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bindery-bin")
 		if err != nil {
@@ -48,10 +47,16 @@ func buildBindery(t *testing.T) string {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	return binPath, buildErr
+}
+
+func buildBindery(t *testing.T) string {
+	t.Helper()
+	p, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return p
 }
 
 type e2e struct {
@@ -93,33 +98,43 @@ type daemonProc struct {
 // serve starts `bindery serve` and waits until it answers on the socket.
 func (e *e2e) serve() *daemonProc {
 	e.t.Helper()
-	p := &daemonProc{cmd: exec.Command(e.bin, "serve"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
-	p.cmd.Env = e.env
-	p.cmd.Stderr = &lockedWriter{w: p.stderr}
-	if err := p.cmd.Start(); err != nil {
+	p, err := e.start()
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
 	e.t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			p.cmd.Process.Kill()
 			<-p.done
 		}
 	})
+	return p
+}
+
+func (e *e2e) start() (*daemonProc, error) {
+	p := &daemonProc{cmd: exec.Command(e.bin, "serve"), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd.Env = e.env
+	p.cmd.Stderr = &lockedWriter{w: p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { p.done <- p.cmd.Wait() }()
 	c := api.NewClient(e.sock)
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
-			return p
+			return p, nil
 		}
 		select {
 		case err := <-p.done:
-			e.t.Fatalf("bindery serve exited: %v\n%s", err, p.stderr)
+			return nil, fmt.Errorf("bindery serve exited: %v\n%s", err, p.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("bindery serve did not answer within 20s\n%s", p.stderr)
+			p.cmd.Process.Kill()
+			<-p.done
+			return nil, fmt.Errorf("bindery serve did not answer within 20s\n%s", p.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
