@@ -181,15 +181,26 @@ func TestListenSocket(t *testing.T) {
 	if b, _ := os.ReadFile(sock); string(b) != "mine" {
 		t.Error("the regular file was touched")
 	}
-	// An open folder of ours is made private.
-	open := filepath.Join(shortDir(t), "open")
-	os.Mkdir(open, 0o755)
-	os.Chmod(open, 0o755)
-	if err := privateDir(open); err != nil {
-		t.Fatal(err)
+	// An existing readable folder is used as it is (never chmod'ed: it may
+	// be $HOME); one others can write to is refused, unless sticky.
+	readable := filepath.Join(shortDir(t), "readable")
+	os.Mkdir(readable, 0o755)
+	os.Chmod(readable, 0o755)
+	if err := privateDir(readable); err != nil {
+		t.Errorf("a 0755 folder of ours: %v", err)
 	}
-	if fi, _ := os.Stat(open); fi.Mode().Perm() != 0o700 {
-		t.Errorf("open dir not made private: %v", fi.Mode().Perm())
+	if fi, _ := os.Stat(readable); fi.Mode().Perm() != 0o755 {
+		t.Errorf("an existing folder's mode was changed: %v", fi.Mode().Perm())
+	}
+	shared := filepath.Join(shortDir(t), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	if err := privateDir(shared); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Errorf("a 0777 folder: %v", err)
+	}
+	os.Chmod(shared, 0o777|os.ModeSticky)
+	if err := privateDir(shared); err != nil {
+		t.Errorf("a sticky 1777 folder (like /tmp): %v", err)
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	"github.com/my-pi/bindery/api"
 )
 
-// privateDir creates dir (and parents) with mode 0700 and checks that it
-// is ours and not open to others: the socket's safety rests on its folder.
+// privateDir creates dir (and parents) with mode 0700, or checks an
+// existing one: it must be ours, and not writable by others unless sticky
+// (like /tmp), or someone else could swap the socket or lock inside it. An
+// existing folder's mode is never changed: it may be the user's home.
 func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -26,15 +28,11 @@ func privateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to us (uid %d): refusing to use it", dir, st.Uid, os.Getuid())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && !(st.Uid == 0 && fi.Mode()&fs.ModeSticky != 0) {
+		return fmt.Errorf("%s belongs to uid %d, not to us (uid %d): refusing to keep bindery's files there", dir, st.Uid, os.Getuid())
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		// Ours but open to others (made by hand, or by an older tool).
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("make %s private: %w", dir, err)
-		}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("%s is writable by other users (mode %v): refusing to keep bindery's files there; use a private folder", dir, fi.Mode().Perm())
 	}
 	return nil
 }
