@@ -618,10 +618,14 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 	now := time.Now().UnixMilli()
 	var newConv *db.ConversationRow
 	var newBranch *db.BranchRow
-	var gone []string
 	var stampRows []db.StampRow
+	owner := ""
+	if br := c.branches[rec.Branch]; br != nil {
+		owner = br.Owner
+	}
+	nullRecords, forget := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}, owner)
 	err := b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
-		newConv, newBranch, gone, stampRows = nil, nil, nil, nil
+		newConv, newBranch, stampRows = nil, nil, nil
 		lastRel := int64(-1)
 		lastRelease := func() (int64, error) {
 			if lastRel < 0 {
@@ -682,10 +686,13 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 			}
 			newBranch = &br
 		}
-		var err error
-		if gone, err = db.InsertCompile(ctx, tx, rec, now, b.keep); err != nil {
+		if err := db.InsertCompile(ctx, tx, rec, now); err != nil {
 			return err
 		}
+		if err := db.ForgetCompiles(ctx, tx, nullRecords, forget); err != nil {
+			return err
+		}
+		var err error
 		for _, s := range compiled.Persist.Stamps {
 			stampRows = append(stampRows, db.StampRow{Stamp: s, Source: "prefix", Conversation: c.id, Branch: call.Branch, Compile: rec.ID, CreatedMs: now})
 		}
@@ -735,9 +742,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		c.branches[newBranch.Branch] = newBranch
 	}
 	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}
-	for _, id := range gone {
-		delete(c.compiles, id)
-	}
+	c.applyRetention(nullRecords, forget)
 	return nil
 }
 
@@ -874,7 +879,13 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	}
 	rec := out.Record
 	now := time.Now().UnixMilli()
-	nullRecords, forget := b.retentionPlan(c, rec)
+	ownerID := rec.ID // an accept that makes rec the owner keeps its record
+	if !out.Owner {
+		if br := c.branches[rec.Branch]; br != nil {
+			ownerID = br.Owner
+		}
+	}
+	nullRecords, forget := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, accepted: true, rec: rec}, ownerID)
 	var stamped []db.StampRow
 	var released []db.ReleaseRow
 	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
@@ -919,7 +930,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 				return err
 			}
 		}
-		if err := db.MarkAccepted(ctx, tx, rec, now, len(stamped), len(released), b.keep); err != nil {
+		if err := db.MarkAccepted(ctx, tx, rec, now, len(stamped), len(released)); err != nil {
 			return err
 		}
 		if err := db.ForgetCompiles(ctx, tx, nullRecords, forget); err != nil {
@@ -964,77 +975,96 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	if out.Engage {
 		c.row.EngagedCompile, c.row.EngagedMs, c.stored = rec.ID, now, true
 	}
-	b.forgetAcceptedRecords(c, rec.Branch, nullRecords, forget)
+	c.applyRetention(nullRecords, forget)
 	return &api.AcceptAnswer{Accepted: true, Stamped: len(stamped), Released: len(released)}, nil
 }
 
-// retentionPlan picks, from the conversation's mirror, what an accept of
-// rec must forget besides db.MarkAccepted's per-branch rule: accepted
-// records beyond the conversation's newest AcceptedRecords (pi makes every
-// leaf a branch, so the per-branch rule alone would keep one per turn) and
-// accepted compiles beyond the newest Tombstones. It runs only once the
-// bound is overshot by a margin, so its cost is amortized over many
-// accepts.
-func (b *Binder) retentionPlan(c *conv, rec *binding.CompileRecord) (nullRecords, forget []string) {
+// retention picks what the conversation forgets once next (a compile
+// being added, or one being accepted) is committed, from the mirror alone
+// (design/binding.md: at least the 32 most recent unaccepted compiles per
+// branch):
+//   - unaccepted compiles beyond the newest PerBranch of their branch or
+//     PerConversation of the conversation are forgotten (accept: 404);
+//   - accepted records beyond the newest PerBranch of the branch (except
+//     its owner) or AcceptedRecords of the conversation are dropped, their
+//     ids kept so a repeated accept still answers 200 (pi makes every leaf
+//     a branch, so the per-branch bound alone would keep one per turn);
+//   - accepted compiles beyond the newest Tombstones are forgotten.
+//
+// One pass over the mirror; sorting only where a bound is exceeded.
+func (b *Binder) retention(c *conv, nextID string, next compileEntry, owner string) (nullRecords, forget []string) {
 	keep := b.keep.Normalized()
-	records, accepted := 1, 1 // rec itself, not yet marked in the mirror
-	for id, e := range c.compiles {
-		if e.accepted && id != rec.ID {
-			accepted++
-			if e.rec != nil {
-				records++
-			}
-		}
+	type item struct {
+		id  string
+		seq int64
 	}
-	if records <= keep.AcceptedRecords+keep.AcceptedRecords/8 && accepted <= keep.Tombstones+keep.Tombstones/8 {
-		return nil, nil
-	}
-	var seqs []int64
-	for id, e := range c.compiles {
-		if e.accepted && id != rec.ID {
-			seqs = append(seqs, e.seq)
-		}
-	}
-	seqs = append(seqs, rec.Seq)
-	slices.Sort(seqs)
-	recordCut := seqs[max(0, len(seqs)-keep.AcceptedRecords)]
-	forgetCut := seqs[max(0, len(seqs)-keep.Tombstones)]
-	for id, e := range c.compiles {
-		if !e.accepted || id == rec.ID {
-			continue
-		}
+	var brUnacc, unacc, brRec, rec, tombs []item
+	visit := func(id string, e *compileEntry) {
+		it := item{id, e.seq}
 		switch {
-		case e.seq < forgetCut:
-			forget = append(forget, id)
-		case e.seq < recordCut && e.rec != nil:
+		case !e.accepted:
+			unacc = append(unacc, it)
+			if e.branch == next.branch {
+				brUnacc = append(brUnacc, it)
+			}
+		case e.rec != nil:
+			rec = append(rec, it)
+			if e.branch == next.branch && id != owner {
+				brRec = append(brRec, it)
+			}
+			tombs = append(tombs, it)
+		default:
+			tombs = append(tombs, it)
+		}
+	}
+	for id, e := range c.compiles {
+		if id != nextID {
+			visit(id, e)
+		}
+	}
+	visit(nextID, &next)
+	// beyond returns the items older than the newest n.
+	beyond := func(items []item, n int) []item {
+		if len(items) <= n {
+			return nil
+		}
+		slices.SortFunc(items, func(a, b item) int { return int(b.seq - a.seq) })
+		return items[n:]
+	}
+	gone := map[string]bool{}
+	for _, it := range beyond(brUnacc, keep.PerBranch) {
+		gone[it.id] = true
+	}
+	for _, it := range beyond(unacc, keep.PerConversation) {
+		gone[it.id] = true
+	}
+	for _, it := range beyond(tombs, keep.Tombstones) {
+		gone[it.id] = true
+	}
+	dropped := map[string]bool{}
+	for _, it := range beyond(brRec, keep.PerBranch) {
+		dropped[it.id] = true
+	}
+	// the conversation-wide record bound is amortized: it runs once the
+	// bound is overshot by an eighth, and then cuts back to the bound
+	if len(rec) > keep.AcceptedRecords+keep.AcceptedRecords/8 {
+		for _, it := range beyond(rec, keep.AcceptedRecords) {
+			dropped[it.id] = true
+		}
+	}
+	for id := range gone {
+		forget = append(forget, id)
+	}
+	for id := range dropped {
+		if !gone[id] {
 			nullRecords = append(nullRecords, id)
 		}
 	}
 	return nullRecords, forget
 }
 
-// forgetAcceptedRecords mirrors db.MarkAccepted's per-branch rule and the
-// retention plan the accept committed.
-func (b *Binder) forgetAcceptedRecords(c *conv, branch string, nullRecords, forget []string) {
-	keep := b.keep.Normalized()
-	owner := ""
-	if br := c.branches[branch]; br != nil {
-		owner = br.Owner
-	}
-	var inBranch []int64
-	for _, e := range c.compiles {
-		if e.branch == branch {
-			inBranch = append(inBranch, e.seq)
-		}
-	}
-	if len(inBranch) > keep.PerBranch {
-		cut := kthLargest(inBranch, keep.PerBranch)
-		for id, e := range c.compiles {
-			if e.branch == branch && e.accepted && e.rec != nil && id != owner && e.seq < cut {
-				e.rec = nil
-			}
-		}
-	}
+// applyRetention mirrors a committed retention plan.
+func (c *conv) applyRetention(nullRecords, forget []string) {
 	for _, id := range nullRecords {
 		if e := c.compiles[id]; e != nil {
 			e.rec = nil

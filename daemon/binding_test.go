@@ -521,3 +521,50 @@ func TestBinderAcceptedRetention(t *testing.T) {
 		t.Fatalf("repeat of a compile beyond the tombstones: %v", err)
 	}
 }
+
+// At least 32 unaccepted compiles per branch are remembered; older ones
+// are forgotten (their accept is 404), bounded per conversation too; seqs
+// never repeat.
+func TestBinderCompileRetention(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 48}})
+	body := request("keep", 1, 10)
+	compile := func(branch string) string {
+		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "keep", Branch: branch, Request: body, Return: api.ReturnPlan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ans.CompileID
+	}
+	var a, bs []string
+	for range 40 {
+		a = append(a, compile("a"))
+	}
+	for range 20 {
+		bs = append(bs, compile("b"))
+	}
+	// a kept its newest 32, then the conversation bound (48) took 4 more
+	b2 := NewBinder(e.j, BinderConfig{}) // a restart: what the database kept
+	for _, binder := range []*Binder{e.b, b2} {
+		c, err := binder.lock(t.Context(), "keep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(c.compiles)
+		c.mu.Unlock()
+		if n != 48 {
+			t.Fatalf("%d compiles remembered, want 48", n)
+		}
+	}
+	for i, id := range a {
+		_, err := b2.Accept(t.Context(), &api.AcceptCall{CompileID: id})
+		if forgotten := i < 12; forgotten != api.IsCode(err, api.CodeUnknownCompile) {
+			t.Fatalf("a[%d]: %v", i, err)
+		}
+	}
+	for _, id := range bs {
+		if _, err := b2.Accept(t.Context(), &api.AcceptCall{CompileID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -152,66 +152,37 @@ func NextCompileSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return last + 1, nil
 }
 
-// InsertCompile stores a compile record (rec.Seq is the row's seq) and
-// forgets what retention no longer keeps on its branch and conversation.
-// It returns the ids of unaccepted compiles it deleted.
-func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64, keep CompileRetention) ([]string, error) {
-	blob := encodeRecord(rec)
+// InsertCompile stores a compile record (rec.Seq is the row's seq).
+// Retention is the daemon's: it picks what to forget from its mirror of
+// the conversation and calls ForgetCompiles in the same transaction.
+func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`,
-		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, blob); err != nil {
-		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
+		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, encodeRecord(rec)); err != nil {
+		return fmt.Errorf("insert compile %s: %w", rec.ID, err)
 	}
-	keep = keep.normalized()
-	rows, err := tx.QueryContext(ctx, `DELETE FROM compiles WHERE accepted_ms IS NULL AND (
-			seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?3)
-			OR seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND accepted_ms IS NULL ORDER BY seq DESC LIMIT -1 OFFSET ?4))
-		RETURNING id`, rec.Conversation, rec.Branch, keep.PerBranch, keep.PerConversation)
-	if err != nil {
-		return nil, fmt.Errorf("forget compiles of %s/%s: %w", rec.Conversation, rec.Branch, err)
-	}
-	defer rows.Close()
-	var gone []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("forget compiles: %w", err)
-		}
-		gone = append(gone, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("forget compiles: %w", err)
-	}
-	return gone, nil
+	return nil
 }
 
-// MarkAccepted records that a compile was accepted and what its accept
-// recorded, and drops the records of accepted compiles of the branch that
-// are neither its owner nor among its newest keep.PerBranch.
-func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int, keep CompileRetention) error {
-	blob := encodeRecord(rec)
+// MarkAccepted records that a compile was accepted, its updated record,
+// and what its accept recorded (answered again on a repeat). A compile
+// already accepted, or unknown, is ErrUnknownCompile.
+func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
 	res, err := tx.ExecContext(ctx, `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`,
-		acceptedMs, stamped, released, blob, rec.ID)
+		acceptedMs, stamped, released, encodeRecord(rec), rec.ID)
 	if err != nil {
 		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("accept compile %s: %w", rec.ID, binding.ErrUnknownCompile)
 	}
-	keep = keep.normalized()
-	_, err = tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE conversation = ?1 AND branch = ?2 AND accepted_ms IS NOT NULL AND record IS NOT NULL AND id != ?3
-		AND seq IN (SELECT seq FROM compiles WHERE conversation = ?1 AND branch = ?2 ORDER BY seq DESC LIMIT -1 OFFSET ?4)`,
-		rec.Conversation, rec.Branch, rec.ID, keep.PerBranch)
-	if err != nil {
-		return fmt.Errorf("forget accepted records of %s/%s: %w", rec.Conversation, rec.Branch, err)
-	}
 	return nil
 }
 
 // ForgetCompiles drops the records of accepted compiles (nullRecords: the
-// ids stay, so a repeated accept still answers 200) and forgets accepted
-// compiles entirely (forget). The daemon picks them from its mirror of
-// the conversation (CompileRetention.AcceptedRecords, Tombstones), so
-// this costs the ids given, not the conversation's length.
+// ids stay, so a repeated accept still answers 200) and forgets compiles
+// entirely (forget: their accept is then 404). The daemon picks them from
+// its mirror of the conversation (CompileRetention), so this costs the
+// ids given, not the conversation's length.
 func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []string) error {
 	for _, id := range nullRecords {
 		if _, err := tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`, id); err != nil {
@@ -219,7 +190,7 @@ func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []strin
 		}
 	}
 	for _, id := range forget {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM compiles WHERE id = ? AND accepted_ms IS NOT NULL`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM compiles WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("forget compile %s: %w", id, err)
 		}
 	}

@@ -38,8 +38,7 @@ func insertCompile(t *testing.T, d *DB, id, conv, branch string) *binding.Compil
 		if err := UpsertBranch(ctx, tx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
 			return err
 		}
-		_, err = InsertCompile(ctx, tx, rec, time.Now().UnixMilli(), CompileRetention{PerBranch: 32, PerConversation: 48})
-		return err
+		return InsertCompile(ctx, tx, rec, time.Now().UnixMilli())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -83,14 +82,14 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 			return err
 		}
 		rec.Accepted = true
-		return MarkAccepted(ctx, tx, rec, 5, 1, 1, DefaultCompileRetention)
+		return MarkAccepted(ctx, tx, rec, 5, 1, 1)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// a second accept of the same compile is refused by the store
 	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return MarkAccepted(ctx, tx, rec, 6, 1, 1, DefaultCompileRetention)
+		return MarkAccepted(ctx, tx, rec, 6, 1, 1)
 	})
 	if binding.Code(err) != "unknown-compile" {
 		t.Fatalf("second MarkAccepted: %v", err)
@@ -136,47 +135,6 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 	}
 	if st, _ := d.LoadConversation(t.Context(), "conv"); st.Conversation.EngagedCompile != "c1" || st.Conversation.SessionFile != "/f" {
 		t.Fatalf("engagement moved or file not learned: %+v", st.Conversation)
-	}
-}
-
-// At least 32 unaccepted compiles per branch are remembered; older ones
-// are forgotten, bounded per conversation too.
-func TestCompileRetention(t *testing.T) {
-	d := mustOpen(t)
-	for i := range 40 {
-		insertCompile(t, d, fmt.Sprintf("a%02d", i), "conv", "a")
-	}
-	for i := 0; i < 8; i++ {
-		if _, found, _ := d.Compile(t.Context(), fmt.Sprintf("a%02d", i)); found {
-			t.Fatalf("a%02d should be forgotten", i)
-		}
-	}
-	for i := 8; i < 40; i++ {
-		if _, found, _ := d.Compile(t.Context(), fmt.Sprintf("a%02d", i)); !found {
-			t.Fatalf("a%02d should be remembered", i)
-		}
-	}
-	// a second branch: the conversation bound (48) forgets the oldest of a
-	for i := range 20 {
-		insertCompile(t, d, fmt.Sprintf("b%02d", i), "conv", "b")
-	}
-	st, err := d.LoadConversation(t.Context(), "conv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(st.Compiles) != 48 {
-		t.Fatalf("remembered %d compiles, want 48", len(st.Compiles))
-	}
-	if _, found, _ := d.Compile(t.Context(), "b00"); !found {
-		t.Fatal("newest branch lost a compile")
-	}
-	// seqs never repeat, even after deletions
-	seen := map[int64]bool{}
-	for _, c := range st.Compiles {
-		if seen[c.Seq] {
-			t.Fatalf("seq %d twice", c.Seq)
-		}
-		seen[c.Seq] = true
 	}
 }
 
@@ -246,14 +204,14 @@ func TestForgetCompiles(t *testing.T) {
 		}
 		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			rec.Accepted = true
-			return MarkAccepted(ctx, tx, rec, 1, 0, 0, DefaultCompileRetention)
+			return MarkAccepted(ctx, tx, rec, 1, 0, 0)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return ForgetCompiles(ctx, tx, []string{"a", "c"}, []string{"b", "c"})
+		return ForgetCompiles(ctx, tx, []string{"a", "c"}, []string{"b"})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -264,8 +222,8 @@ func TestForgetCompiles(t *testing.T) {
 	if _, found, _ := d.Compile(t.Context(), "b"); found {
 		t.Fatal("b not forgotten")
 	}
-	// an unaccepted compile is never touched by it
+	// an unaccepted compile never loses its record (only forgotten whole)
 	if c, found, _ := d.Compile(t.Context(), "c"); !found || c.Record == nil {
-		t.Fatal("c (unaccepted) lost")
+		t.Fatal("c (unaccepted) lost its record")
 	}
 }
