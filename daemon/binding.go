@@ -555,7 +555,7 @@ func (b *Binder) released(ctx context.Context, c *conv, pi *pathInfo, call *api.
 	switch {
 	case br != nil && br.ParentConversation != "":
 		parents = append(parents, parentRef{br.ParentConversation, br.ParentBranch, br.ParentRelease})
-	case br == nil && call.Parent != nil && call.Parent.Conversation == c.id:
+	case br == nil && call.Parent != nil && (call.Parent.Conversation == c.id || call.Parent.Conversation == "") && call.Parent.Branch != call.Branch:
 		parents = append(parents, parentRef{c.id, call.Parent.Branch, -1})
 	}
 	if c.stored && c.row.ParentConversation != "" {

@@ -568,3 +568,47 @@ func TestBinderCompileRetention(t *testing.T) {
 		}
 	}
 }
+
+// A branch made with parent starts with the parent's releases as they were
+// when it was made; releases on the parent afterwards do not reach it.
+func TestBinderBranchForkInheritsReleases(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	body := request("fork", 3, 10) // thinking at messages.1/3/5.content.0
+	stampAll(t, e, "fork", body)
+	compile := func(branch string, parent *api.BranchRef) map[string]string {
+		t.Helper()
+		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "fork", Branch: branch, Parent: parent, Request: body, Return: api.ReturnPlan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{"id": ans.CompileID}
+		for _, s := range ans.Strips {
+			got[s.Path] = s.Reason
+		}
+		return got
+	}
+	main := compile("main", nil)
+	if len(main) != 1 {
+		t.Fatalf("main strips %v", main)
+	}
+	if r, err := e.b.Release(t.Context(), &api.ReleaseCall{Conversation: "fork", CompileID: main["id"], Path: "messages.5.content.0"}); err != nil || r.Released != 1 {
+		t.Fatalf("release: %+v %v", r, err)
+	}
+	f := compile("f", &api.BranchRef{Branch: "main"})
+	if f["messages.5.content.0"] != "released" || len(f) != 2 {
+		t.Fatalf("the fork did not inherit the parent's release: %v", f)
+	}
+	// a release on main after the fork
+	if r, err := e.b.Release(t.Context(), &api.ReleaseCall{Conversation: "fork", CompileID: main["id"], Path: "messages.3.content.0"}); err != nil || r.Released != 1 {
+		t.Fatalf("second release: %+v %v", r, err)
+	}
+	for _, b := range []*Binder{e.b, NewBinder(e.j, BinderConfig{})} { // and after a reload
+		e.b = b
+		if f := compile("f", nil); f["messages.5.content.0"] != "released" || len(f) != 2 {
+			t.Fatalf("the fork got a release made on the parent after it diverged: %v", f)
+		}
+		if m := compile("main", nil); m["messages.3.content.0"] != "released" || m["messages.5.content.0"] != "released" {
+			t.Fatalf("main lost its releases: %v", m)
+		}
+	}
+}
