@@ -223,3 +223,37 @@ export class PiHome {
 export function tempRoot(): string {
   return mkdtempSync(join(tmpdir(), "bde"));
 }
+
+/**
+ * A Unix-socket proxy in front of bindery that forwards every call except the ones
+ * `drop` names, which it answers with a 503 without forwarding: a lost accept, as when
+ * pi dies between the response and the accept.
+ */
+export async function lossyProxy(target: string, socketPath: string, drop: (path: string) => boolean): Promise<{ close(): Promise<void>; dropped: string[] }> {
+  const { createServer } = await import("node:http");
+  const dropped: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (drop(req.url ?? "")) {
+        dropped.push(req.url ?? "");
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { code: "unavailable", message: "dropped by the test proxy" } }));
+        return;
+      }
+      const body = Buffer.concat(chunks);
+      const up = request({ socketPath: target, path: req.url, method: req.method, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      up.on("error", () => {
+        res.writeHead(502);
+        res.end();
+      });
+      up.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(socketPath, r));
+  return { dropped, close: () => new Promise<void>((r) => server.close(() => r())) };
+}

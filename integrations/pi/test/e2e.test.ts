@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FakeAnthropic, type Recorded } from "./fake-anthropic.js";
-import { BinderyProcess, fixtures, get, packageDir, PiHome, binderyForTests, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, fixtures, get, lossyProxy, packageDir, PiHome, binderyForTests, tempRoot, type PiRun } from "./e2e-support.js";
 
 const { bin, skip, error } = await binderyForTests("e2e");
 
@@ -251,5 +251,28 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
     for (const s of droppedSigs) assert.ok(!next.signatures.includes(s), "a block the provider dropped is not sent again");
     assert.deepEqual(next.verdict.transformations, [], "nothing left for the provider to drop");
     assert.ok(next.signatures.includes(dropped.minted[0]), "the block minted under the new edit is replayed");
+  });
+
+  test("a lost accept: bindery attributes the reply from the session file, its thinking replayed", async (t) => {
+    const { root, d, from, seen } = await setup();
+    t.after(() => d.stop());
+    // pi talks to bindery through a proxy that loses every accept of the second run.
+    const proxySock = join(root, "p.sock");
+    let loseAccepts = false;
+    const proxy = await lossyProxy(d.socketPath, proxySock, (p) => loseAccepts && p === "/v1/accept");
+    t.after(() => proxy.close());
+    const home = new PiHome(root, fake.baseUrl, { socketPath: proxySock, compileTimeoutMs: 10_000, callTimeoutMs: 10_000 }, d.agentDir);
+    ok(await home.run(["one tools:1"]), "run 1");
+    loseAccepts = true;
+    const r2 = await home.run(["-c", "two tools:1"]);
+    ok(r2, "run 2");
+    loseAccepts = false;
+    assert.equal(proxy.dropped.length, 2, "both accepts of run 2 were lost");
+    const r3 = await home.run(["-c", "three"]);
+    ok(r3, "run 3");
+    noRefusals(fake, from);
+    const reqs = seen();
+    const last = reqs.at(-1)!;
+    assert.deepEqual(last.signatures, minted(reqs.slice(0, -1)), "replies whose accept was lost are still replayed");
   });
 });
