@@ -202,11 +202,14 @@ export class BinderyBridge {
         "/v1/compile",
         { conversation, branch, sessionFile, parent, request: payload, return: "request" },
         this.settings.compileTimeoutMs,
+        ctx.signal,
       );
       if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
         throw new BinderyError("protocol", "bindery /v1/compile: answer carries no rewritten request");
       }
     } catch (err) {
+      // The user aborted the turn: pi drops the request; nothing failed.
+      if (err instanceof BinderyError && err.kind === "aborted") return undefined;
       this.fail(ctx, "compile", err);
       const out = this.settings.failOpen ? payload : stripAllThinking(payload);
       session.kept = countThinking(out);

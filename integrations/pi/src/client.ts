@@ -1,7 +1,7 @@
 import { request } from "node:http";
 
 /** Why a call to bindery did not produce an answer. */
-export type FailureKind = "down" | "timeout" | "http" | "protocol";
+export type FailureKind = "down" | "timeout" | "http" | "protocol" | "aborted";
 
 export class BinderyError extends Error {
   constructor(
@@ -22,14 +22,17 @@ export class BinderyError extends Error {
 export class BinderyClient {
   constructor(readonly socketPath: string) {}
 
-  call<T>(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number): Promise<T> {
+  /** `signal`: pi's abort signal for the turn; an abort ends the wait at once. */
+  call<T>(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<T> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8");
     return new Promise<T>((resolve, reject) => {
       let settled = false;
+      const onAbort = () => finish(new BinderyError("aborted", `bindery ${method} ${path}: aborted`));
       const finish = (err: BinderyError | null, value?: T) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
         if (err) {
           req.destroy();
           reject(err);
@@ -78,6 +81,8 @@ export class BinderyClient {
           finish(null, parsed as T);
         });
       });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
       if (payload) req.end(payload);
       else req.end();
     });

@@ -76,6 +76,8 @@ export interface PiContext {
   cwd: string;
   sessionManager: PiSessionManager;
   model: PiModel | undefined;
+  /** The current turn's abort signal (undefined when idle). */
+  signal?: AbortSignal;
 }
 
 export type PiHandler<E> = (event: E, ctx: PiContext) => unknown | Promise<unknown>;

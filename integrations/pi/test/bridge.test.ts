@@ -124,6 +124,22 @@ test("daemon slow: the compile deadline passes, payload unchanged", async (t) =>
   assert.match(b.lastError()!, /no answer within 100 ms/);
 });
 
+test("the user aborts while bindery is slow: the wait ends at once, not counted as a failure", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = () => {}; // never answers
+  const ctx = new FakeCtx();
+  const ac = new AbortController();
+  ctx.signal = ac.signal;
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter); // 10 s deadline
+  const out = b.beforeProviderRequest(samplePayload(), ctx);
+  while (d.calls.length === 0) await new Promise((r) => setImmediate(r));
+  ac.abort();
+  assert.equal(await out, undefined);
+  assert.equal(b.counters.failures, 0);
+  assert.equal(ctx.notes.length, 0);
+});
+
 test("daemon answers an error, or garbage: payload unchanged, counted", async (t) => {
   const d = await new StubDaemon().start();
   t.after(() => d.stop());

@@ -4,6 +4,7 @@ import type { Reporter } from "../src/bridge.js";
 /** A PiContext with pi's shapes, recording what the extension shows. */
 export class FakeCtx implements PiContext {
   hasUI = true;
+  signal: AbortSignal | undefined = undefined;
   cwd = "/tmp";
   statuses: (string | undefined)[] = [];
   notes: { message: string; type?: string }[] = [];
