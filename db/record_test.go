@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -86,5 +87,20 @@ func BenchmarkRecordCodec(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(len(encodeRecord(rec))), "bytes")
+	})
+	b.Run("json", func(b *testing.B) {
+		var n int
+		for b.Loop() {
+			j, err := json.Marshal(rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(j)
+			var back binding.CompileRecord
+			if err := json.Unmarshal(j, &back); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n), "bytes")
 	})
 }
