@@ -206,10 +206,10 @@ type pathInfo struct {
 	// ancestor the request proves, so compiles off it may still be on the
 	// branch (made at leaves after it)
 	proven bool
-	memo   map[string]pathMemo2 // other leaves' paths, looked up once per call
+	memo   map[string]pathMemo // other leaves' paths, looked up once per call
 }
 
-type pathMemo2 struct {
+type pathMemo struct {
 	path  []binding.PathEntry
 	found bool
 }
@@ -223,7 +223,7 @@ func toBindingPath(p []db.PathEntry) []binding.PathEntry {
 }
 
 func (b *Binder) branchPath(ctx context.Context, conversation, branch string) (*pathInfo, error) {
-	pi := &pathInfo{memo: map[string]pathMemo2{}}
+	pi := &pathInfo{memo: map[string]pathMemo{}}
 	if branch == "" {
 		return pi, nil
 	}
@@ -290,7 +290,7 @@ func (b *Binder) leafPath(ctx context.Context, pi *pathInfo, conversation, leaf 
 	if err != nil {
 		return nil, false, err
 	}
-	m := pathMemo2{path: toBindingPath(p), found: found}
+	m := pathMemo{path: toBindingPath(p), found: found}
 	pi.memo[leaf] = m
 	return m.path, m.found, nil
 }
