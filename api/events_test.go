@@ -271,8 +271,23 @@ func TestFeedBadSince(t *testing.T) {
 func TestFeedSlowClientDropped(t *testing.T) {
 	fs := startFeed(t, 64, 2*time.Second)
 	slow := fs.dial(t, "")
+	fs.waitSubscribers(t, 1)
+	var slowSub *Subscriber
+	fs.hub.mu.Lock()
+	for s := range fs.hub.subs {
+		slowSub = s
+	}
+	fs.hub.mu.Unlock()
 	fast := fs.dial(t, "")
 	fs.waitSubscribers(t, 2)
+	var fastSub *Subscriber
+	fs.hub.mu.Lock()
+	for s := range fs.hub.subs {
+		if s != slowSub {
+			fastSub = s
+		}
+	}
+	fs.hub.mu.Unlock()
 
 	const n = 20000
 	got := make(chan error, 1)
@@ -299,7 +314,7 @@ func TestFeedSlowClientDropped(t *testing.T) {
 	for i := 0; i < n; i++ {
 		fs.log.append(fs.hub, EventAccept, "a")
 		if i%32 == 31 {
-			waitQueueBelow(t, fs.hub, 16)
+			waitQueueBelow(t, fastSub, 16)
 		}
 	}
 	if err := <-got; err != nil {
@@ -328,25 +343,13 @@ func TestFeedSlowClientDropped(t *testing.T) {
 	}
 }
 
-// waitQueueBelow waits until every live subscriber that is being read has
-// fewer than n queued events (subscribers already dropped do not count).
-func waitQueueBelow(t *testing.T, h *Hub, n int) {
+// waitQueueBelow waits until the subscriber has fewer than n queued events.
+func waitQueueBelow(t *testing.T, s *Subscriber, n int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		h.mu.Lock()
-		min := -1
-		for s := range h.subs {
-			if l := len(s.c); min < 0 || l < min {
-				min = l
-			}
-		}
-		h.mu.Unlock()
-		if min < n {
-			return
-		}
+	for len(s.c) >= n {
 		if time.Now().After(deadline) {
-			t.Fatalf("queues stay at %d", min)
+			t.Fatalf("queue stays at %d", len(s.c))
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
