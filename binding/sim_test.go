@@ -135,7 +135,7 @@ func fmtCounts(m map[string]int) string {
 }
 
 func (s *simStats) String() string {
-	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n after an earlier provider drop (stamped predecessor may differ from the provider's):%s\n violations:%s",
+	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n after an earlier provider drop bindery could not account for:%s\n violations:%s",
 		s.conversations, s.steps, s.compiles, len(s.readings), s.expected400, fmtCounts(s.accepts), fmtCounts(s.ops),
 		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.readingDependent), fmtCounts(s.violations))
 }
@@ -237,8 +237,11 @@ type simConv struct {
 	branches []*branch
 	cur      *branch
 	corrupt  map[[32]byte]bool // keys of signatures the host corrupted
-	// providerDropped: the judge has dropped a block for its prefix in this conversation.
-	providerDropped bool
+	// providerDropped: the judge has dropped a block for its prefix in this
+	// conversation; unreportedDrop: one such drop never reached bindery
+	// before the reply was stamped (see violation).
+	providerDropped, unreportedDrop bool
+	dropThisStep                    bool
 	// blind: replies minted after a request whose last kept block had no
 	// stamp (its minter unknown to bindery, so whether the model read it too):
 	// bindery can only guess their predecessor.
@@ -821,7 +824,11 @@ func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judge.Result)
 		trs = append(trs, binding.InputTransformation{Type: tr.Type, Path: tr.Path, Reason: tr.Reason})
 	}
 	pa := pendingAccept{id: out.ID, reply: res.Reply, transform: trs}
-	switch r := s.c.Intn(100); {
+	r := s.c.Intn(100)
+	if s.dropThisStep && (r >= 65 || !s.beta) {
+		s.unreportedDrop = true
+	}
+	switch {
 	case r < 55:
 		pa.kind = "now"
 		s.accept(b, pa)
@@ -840,18 +847,21 @@ func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judge.Result)
 }
 
 func (s *simConv) violation(kind, detail string) {
-	if s.providerDropped {
-		// After the provider dropped a block (the first drop is itself counted:
-		// a violation, or a pass-through before engagement), the replies that
-		// follow may be stamped with a predecessor the provider did not use:
-		// bindery subtracts only reported drops ([INF]: a dropped block is not
-		// read), and without the beta header nothing is reported. Counted
-		// apart, by reading.
-		if s.reading.DroppedCountsAsRead {
-			s.st.readingDependent["dropped-counts-as-read/"+kind]++
-		} else {
-			s.st.readingDependent["documented/"+kind]++
-		}
+	// After the provider dropped a block (the first drop is itself counted:
+	// a violation, or a pass-through before engagement), the replies that
+	// follow may be stamped with a predecessor the provider did not use, in
+	// two cases bindery cannot see through: under the reading where a
+	// dropped block still counts as read (bindery subtracts reported drops,
+	// a decision [INF]), and when the drop was never reported to it (no beta
+	// header, or the accept came late or never, after attribution by prefix
+	// had stamped the reply). Counted apart; a reported drop under the
+	// documented reading still counts as a violation.
+	switch {
+	case s.providerDropped && s.reading.DroppedCountsAsRead:
+		s.st.readingDependent["dropped-counts-as-read/"+kind]++
+		return
+	case s.unreportedDrop:
+		s.st.readingDependent["unreported-drop/"+kind]++
 		return
 	}
 	s.st.violations[kind]++
@@ -926,9 +936,10 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 	}
 	retry := false
 	defer func() {
+		s.dropThisStep = false
 		for _, v := range res.Blocks {
 			if v.Fate == judge.FateDroppedPrefix {
-				s.providerDropped = true
+				s.providerDropped, s.dropThisStep = true, true
 			}
 		}
 	}()
@@ -1179,6 +1190,10 @@ func TestSimulatedConversations(t *testing.T) {
 	conversations, steps := 1024, 16
 	if testing.Short() {
 		conversations, steps = 256, 16
+	}
+	// SIM_SCALE=N runs N times as many conversations, 1.5x as long (deeper runs by hand).
+	if k, err := strconv.Atoi(os.Getenv("SIM_SCALE")); err == nil && k > 0 {
+		conversations, steps = conversations*k, steps*3/2
 	}
 	readings := judge.Readings()
 	total := newSimStats()
