@@ -1330,3 +1330,53 @@ func TestJudgedSteadyState(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgedOnDemandCompactionKeepTail: an on-demand compaction block sent in
+// place of the messages it summarizes, with the later turns kept. The
+// research (preserved-thinking.md 1.1, 6, scenario 36: [DOC], probe [OBS])
+// says the kept turns' thinking stays valid; binding.md restarts the message
+// chain at the compaction block, so bindery strips it (prefix-changed, then
+// released). Until the design follows the research, the test skips on
+// exactly that divergence and fails on any other.
+func TestJudgedOnDemandCompactionKeepTail(t *testing.T) {
+	st := newSimStats()
+	s := newSimConv(t, fixedChooser{}, st, 0, judge.Documented())
+	s.behavior, s.beta = "", false
+	s.j = judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true, Secret: []byte("keep-tail")})
+	b := s.cur
+	b.h.model = "claude-fable-5-1"
+	diverged := false
+	for turn := 1; turn <= 6; turn++ {
+		s.step = turn
+		if turn == 5 {
+			// Messages 0..3 (two turns) summarized; turns 3 and 4 kept.
+			comp, err := s.j.Compaction(s.body(b), 4, "Summary of turns 1 and 2.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.h.msgs = append([]any{map[string]any{"role": "assistant", "content": []any{comp}}}, b.h.msgs[4:]...)
+		}
+		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
+		body := s.body(b)
+		req, out := s.compile(b, body)
+		res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req)}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		if res.Status != 200 {
+			t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
+		}
+		s.check(b, body, req, out, res)
+		for kind, n := range st.violations {
+			if kind == "unforced-prefix-changed" && turn == 5 && n == 2 {
+				diverged = true
+				continue
+			}
+			t.Fatalf("turn %d: %d violations of kind %s: %v", turn, n, kind, st.examples)
+		}
+		clear(st.violations)
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append(b.h.msgs, v)
+		s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+	}
+	if diverged {
+		t.Skipf("known divergence (design vs research): bindery stripped the kept turns' thinking after an on-demand compaction block; the judge (research scenario 36) accepts it")
+	}
+}
