@@ -41,7 +41,10 @@ func buildBinary() (string, error) {
 			return
 		}
 		binPath = filepath.Join(dir, "bindery")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
 		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
