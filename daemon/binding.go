@@ -475,10 +475,23 @@ func (b *Binder) parentOf(ctx context.Context, call *api.CompileCall) (*api.Bran
 	if err != nil {
 		return nil, err
 	}
-	if s.ParentSession != "" && s.ParentSession != call.Conversation {
-		return &api.BranchRef{Conversation: s.ParentSession}, nil
+	if s.ParentSession == "" {
+		return nil, nil
 	}
-	return nil, nil
+	// pi's header names the parent's file (pi-sessions.md); an id is
+	// taken as it is (v1's branchedFrom)
+	parent := s.ParentSession
+	if strings.ContainsRune(parent, '/') {
+		id, found, err := b.db.SessionIDByPath(ctx, parent)
+		if err != nil || !found {
+			return nil, err
+		}
+		parent = id
+	}
+	if parent == call.Conversation {
+		return nil, nil
+	}
+	return &api.BranchRef{Conversation: parent}, nil
 }
 
 // released returns the keys of the request released on the compile's

@@ -559,3 +559,18 @@ func UpdateRecord(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord) e
 	}
 	return nil
 }
+
+// SessionIDByPath returns the id of the session whose file is (or was) at
+// path: pi's parentSession header names the parent's file, not its id.
+func (d *DB) SessionIDByPath(ctx context.Context, path string) (string, bool, error) {
+	var id string
+	err := d.readers.QueryRowContext(ctx, `SELECT s.id FROM sessions s JOIN files f ON f.id = s.file WHERE f.path = ?
+		ORDER BY f.removed, f.updated_ms DESC LIMIT 1`, path).Scan(&id)
+	if err == sql.ErrNoRows {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("session at %s: %w", path, err)
+	}
+	return id, true, nil
+}

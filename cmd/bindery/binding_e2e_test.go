@@ -511,6 +511,50 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 		st, err := d.client.Conversation(ctxT(t), sid)
 		return err == nil && st.StampsLinked == 6
 	})
+
+	// pi forks into a new session file: the header names the parent
+	// session, and the path to a4 is copied with its entry ids. The new
+	// conversation starts with the parent's engagement and releases
+	// (binding.md): a2's block, released on the parent's other branch, is
+	// stripped, and the provider accepts what is sent.
+	sid2 := "0193e6c4-aaaa-7000-8000-000000000003"
+	ps2 := &piSession{t: t, id: sid2, path: filepath.Join(filepath.Dir(ps.path), "2026-11-29T11-00-00-000Z_"+sid2+".jsonl")}
+	ps2.append(map[string]any{"type": "session", "version": 3, "id": sid2, "timestamp": "2026-11-29T11:00:00.000Z", "cwd": "/tmp/project", "parentSession": ps.path})
+	lines, err := os.ReadFile(ps.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onPath := map[string]bool{"u1": true, "a1": true, "u2": true, "a2": true, "u3": true, "a3": true, "u4": true, "a4": true}
+	for _, line := range bytes.Split(lines, []byte("\n")) {
+		var e struct{ ID string }
+		if json.Unmarshal(line, &e) == nil && onPath[e.ID] {
+			f, _ := os.OpenFile(ps2.path, os.O_APPEND|os.O_WRONLY, 0o644)
+			f.Write(append(line, '\n'))
+			f.Close()
+		}
+	}
+	ps2.user("u7", "a4", "forked into a new file")
+	nodes["u7"] = node{"u7", "a4", map[string]any{"role": "user", "content": "forked into a new file"}}
+	waitUntil(t, "the forked session file to be ingested", func() bool {
+		s, err := d.client.Session(ctxT(t), sid2)
+		return err == nil && s.Entries == 9
+	})
+	h.messages = pathTo("u7")
+	nf, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid2, Branch: "u7", Request: h.body(h.system)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a1's block goes too: a3 was minted after a2, so a kept a1 followed
+	// by a3 would be a gap (the run rule keeps a3, a4)
+	nfs := map[string]string{}
+	for _, st := range nf.Strips {
+		nfs[st.Path] = st.Reason
+	}
+	if !nf.Engaged || len(nfs) != 2 || nfs["messages.3.content.0"] != "released" || nfs["messages.1.content.0"] != "gap" {
+		t.Fatalf("fork into a new file: engaged %v strips %+v", nf.Engaged, nf.Strips)
+	}
+	restart()
+	h.send(nf.Request, h.reply(false))
 	t.Logf("%d restarts", restarts)
 }
 
