@@ -696,6 +696,10 @@ func TestBindingErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := h.send(real.Request, h.reply(false))
+	// a reply that is not an assistant message is refused and records nothing
+	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: real.CompileID, Reply: json.RawMessage(`{"role":"user","content":"x"}`)}); !api.IsCode(err, api.CodeBadRequest) {
+		t.Fatalf("accept with a user message as reply: %v", err)
+	}
 	first, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: real.CompileID, Reply: res.Reply})
 	if err != nil || first.Repeated || first.Stamped != 1 {
 		t.Fatalf("first accept: %+v %v", first, err)
