@@ -1380,3 +1380,54 @@ func TestJudgedOnDemandCompactionKeepTail(t *testing.T) {
 		t.Skipf("known divergence (design vs research): bindery stripped the kept turns' thinking after an on-demand compaction block; the judge (research scenario 36) accepts it")
 	}
 }
+
+// TestJudgedProviderDropSubtracted: before engagement bindery passes an
+// edited history through; with drop_block the provider drops the stale block
+// and reports it. The accept must take the dropped block out of what the
+// model read, so the reply's stamp names the block the model really read
+// last (the [INF] decision, under the documented reading), and the next
+// request keeps both.
+func TestJudgedProviderDropSubtracted(t *testing.T) {
+	st := newSimStats()
+	s := newSimConv(t, fixedChooser{}, st, 0, judge.Documented())
+	s.behavior, s.beta = "drop_block", true
+	s.j = judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true, Secret: []byte("drop")})
+	b := s.cur
+	b.h.model = "claude-fable-5-1"
+	for turn := 1; turn <= 4; turn++ {
+		s.step = turn
+		if turn == 3 {
+			msgOf(b.h.msgs[2])["content"] = "turn 2, edited" // between A (messages.1) and B (messages.3)
+		}
+		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
+		body := s.body(b)
+		req, out := s.compile(b, body)
+		res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req), Beta: true}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		if res.Status != 200 {
+			t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
+		}
+		var strips []string
+		for _, x := range out.Strips {
+			strips = append(strips, x.Pos.Path()+" "+string(x.Reason))
+		}
+		switch turn {
+		case 3:
+			if len(res.Transformations) != 1 || res.Transformations[0].Path != "messages.3.content.0" {
+				t.Fatalf("turn 3: the provider should drop B only: %v", res.Transformations)
+			}
+		case 4:
+			if fmt.Sprint(strips) != "[messages.3.content.0 released]" || len(res.Read()) != 2 || len(res.Transformations) != 0 {
+				t.Fatalf("turn 4: strips %v, read %v, transformations %v; want B released and A, C read", strips, res.Read(), res.Transformations)
+			}
+		}
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append(b.h.msgs, v)
+		if turn >= 3 {
+			var trs []binding.InputTransformation
+			for _, tr := range res.Transformations {
+				trs = append(trs, binding.InputTransformation{Type: tr.Type, Path: tr.Path, Reason: tr.Reason})
+			}
+			s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, transform: trs, kind: "now"})
+		}
+	}
+}
