@@ -924,3 +924,103 @@ func TestCompileFollowsSessionFile(t *testing.T) {
 		return err == nil && s.Entries == 2
 	})
 }
+
+// runCLI runs a client subcommand of the binary against the daemon.
+func (d *bindDaemon) runCLI(ctx context.Context, args ...string) (string, string, int) {
+	cmd := exec.CommandContext(ctx, d.bin, args...)
+	cmd.Env = append(os.Environ(), "BINDERY_SOCKET="+d.sock)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
+// The CLI: compile, accept (a whole provider response), release, show,
+// tail, with their errors and exit codes.
+func TestBindingCLI(t *testing.T) {
+	d := newDaemon(t)
+	h := newHost(t)
+	h.messages = []any{map[string]any{"role": "user", "content": "hi"}}
+	dir := d.dir
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ctx := ctxT(t)
+	req := write("req.json", h.body(h.system))
+	out, errOut, code := d.runCLI(ctx, "compile", "--conversation", "cli", "--file", req, "--out", filepath.Join(dir, "sent.json"), "--json")
+	if code != 0 {
+		t.Fatalf("compile: %d %s", code, errOut)
+	}
+	var ans api.CompileAnswer
+	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.CompileID == "" {
+		t.Fatalf("compile --json: %v %s", err, out)
+	}
+	sent, _ := os.ReadFile(filepath.Join(dir, "sent.json"))
+	res := h.send(sent, h.reply(false))
+	// a whole provider response, as an API client saves it
+	var msg map[string]any
+	json.Unmarshal(res.Reply, &msg)
+	msg["type"], msg["id"], msg["model"], msg["stop_reason"] = "message", "msg_1", h.model, "end_turn"
+	msg["usage"] = map[string]any{"input_tokens": 10, "output_tokens": 5}
+	full, _ := json.Marshal(msg)
+	out, errOut, code = d.runCLI(ctx, "accept", "--compile", ans.CompileID, "--reply", write("reply.json", full))
+	if code != 0 || !strings.Contains(out, "accepted: 1 stamped") {
+		t.Fatalf("accept: %d %q %s", code, out, errOut)
+	}
+	out, _, code = d.runCLI(ctx, "accept", "--compile", ans.CompileID)
+	if code != 0 || !strings.Contains(out, "already accepted") {
+		t.Fatalf("repeated accept: %d %q", code, out)
+	}
+	if _, errOut, code = d.runCLI(ctx, "accept", "--compile", "c_nope"); code != 1 || !strings.Contains(errOut, "unknown_compile") {
+		t.Fatalf("unknown compile: %d %s", code, errOut)
+	}
+	if _, _, code = d.runCLI(ctx, "compile", "--conversation", "cli"); code != 2 {
+		t.Fatalf("compile without --file: exit %d, want 2 (usage)", code)
+	}
+	// a human-readable compile that strips: the history is edited
+	var rmsg map[string]any
+	json.Unmarshal(res.Reply, &rmsg)
+	h.messages = []any{map[string]any{"role": "user", "content": "hi (edited)"}, rmsg, map[string]any{"role": "user", "content": "more"}}
+	out, errOut, code = d.runCLI(ctx, "compile", "--conversation", "cli", "--file", write("req2.json", h.body(h.system)), "--plan")
+	if code != 0 || !strings.Contains(out, "messages.1.content.0") || !strings.Contains(out, "prefix-changed") {
+		t.Fatalf("compile (human): %d %q %s", code, out, errOut)
+	}
+	out, errOut, code = d.runCLI(ctx, "show", "cli")
+	if code != 0 || !strings.Contains(out, "binding state of cli") || !strings.Contains(out, ans.CompileID) {
+		t.Fatalf("show: %d %q %s", code, out, errOut)
+	}
+	if _, errOut, code = d.runCLI(ctx, "show", "nobody"); code != 1 || !strings.Contains(errOut, "no session or conversation") {
+		t.Fatalf("show unknown: %d %s", code, errOut)
+	}
+	sig := rmsg["content"].([]any)[0].(map[string]any)["signature"].(string)
+	out, errOut, code = d.runCLI(ctx, "release", "--conversation", "cli", "--signature", sig)
+	if code != 0 || !strings.Contains(out, "released 1") {
+		t.Fatalf("release: %d %q %s", code, out, errOut)
+	}
+	// tail replays the log as JSON lines; it runs until stopped
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out, _, _ = d.runCLI(tctx, "tail", "--since", "0", "--json", "--conversation", "cli")
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e api.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("tail line %q: %v", line, err)
+		}
+		types = append(types, e.Type)
+	}
+	want := "compile engage accept compile strip release"
+	if got := strings.Join(types, " "); !strings.HasPrefix(got, "compile engage accept compile strip") || !strings.HasSuffix(got, "release") {
+		t.Fatalf("tail types %q, want %q (and any strips)", got, want)
+	}
+}
