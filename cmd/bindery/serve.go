@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/my-pi/bindery/daemon"
 )
@@ -138,11 +137,4 @@ func (b *progressBar) clear() {
 		b.w.WriteString("\r\033[K")
 		b.shown = false
 	}
-}
-
-// isTerminal reports whether f is a terminal (TCGETS succeeds).
-func isTerminal(f *os.File) bool {
-	var t syscall.Termios
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
-	return errno == 0
 }

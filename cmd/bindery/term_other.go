@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// isTerminal: the progress bar is drawn on Linux only.
+func isTerminal(*os.File) bool { return false }
