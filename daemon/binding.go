@@ -207,6 +207,10 @@ type pathInfo struct {
 	// branch (made at leaves after it)
 	proven bool
 	memo   map[string]pathMemo // other leaves' paths, looked up once per call
+	// forkedFrom: for a conversation without a session tree, the branches
+	// (of the same conversation) this one was forked from, nearest first.
+	// Their compiles are this branch's history before the fork.
+	forkedFrom map[string]bool
 }
 
 type pathMemo struct {
@@ -282,6 +286,37 @@ func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation 
 	return nil
 }
 
+// forkedFrom lists the branches of c that call's branch was forked from, by
+// the parent recorded when each branch was first compiled (or, for a branch
+// compiled now for the first time, the call's own parent). A host without a
+// tree (pi without a session file, any other host naming forks with parent)
+// moves to a new branch name at each fork, and a reply whose accept was lost
+// was answered to a compile made on the branch before the move: attribution
+// by prefix must be able to find it there.
+func (c *conv) forkedFrom(call *api.CompileCall) map[string]bool {
+	var next string
+	if br := c.branches[call.Branch]; br != nil {
+		if br.ParentConversation == c.id {
+			next = br.ParentBranch
+		}
+	} else if call.Parent != nil && (call.Parent.Conversation == c.id || call.Parent.Conversation == "") {
+		next = call.Parent.Branch
+	}
+	var out map[string]bool
+	for depth := 0; next != "" && next != call.Branch && !out[next] && depth < 64; depth++ {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[next] = true
+		br := c.branches[next]
+		if br == nil || br.ParentConversation != c.id {
+			break
+		}
+		next = br.ParentBranch
+	}
+	return out
+}
+
 func (b *Binder) leafPath(ctx context.Context, pi *pathInfo, conversation, leaf string) ([]binding.PathEntry, bool, error) {
 	if m, ok := pi.memo[leaf]; ok {
 		return m.path, m.found, nil
@@ -305,7 +340,7 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 		return true
 	}
 	if !pi.pi {
-		return false
+		return pi.forkedFrom[other]
 	}
 	if pi.at == nil || pi.proven {
 		return true
@@ -374,6 +409,9 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 	pi, err := b.branchPath(ctx, call.Conversation, call.Branch)
 	if err != nil {
 		return nil, err
+	}
+	if !pi.pi {
+		pi.forkedFrom = c.forkedFrom(call)
 	}
 	keys := binding.StampKeys(req)
 	if pi.pi && pi.at == nil {

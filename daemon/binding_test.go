@@ -612,3 +612,46 @@ func TestBinderBranchForkInheritsReleases(t *testing.T) {
 		}
 	}
 }
+
+// A host without a session tree moves to a new branch name at each turn and
+// names the old one as parent (pi without a session file does). A reply
+// whose accept was lost answered a compile made on the parent branch:
+// attribution by prefix must find that compile there, so the reply's
+// thinking is kept, not stripped as no-stamp.
+func TestBinderLostAcceptAcrossBranchMove(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	body0 := request("move", 2, 10)
+	stampAll(t, e, "move", body0)
+	first, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "move", Branch: "b1", Request: body0, Return: api.ReturnPlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Strips) != 0 {
+		t.Fatalf("first compile strips %+v", first.Strips)
+	}
+	// The accept of first never arrives. The host appends the reply and a
+	// user turn and compiles at a new leaf, naming b1 as its parent.
+	var req map[string]any
+	if err := json.Unmarshal(body0, &req); err != nil {
+		t.Fatal(err)
+	}
+	var rep any
+	if err := json.Unmarshal(reply("sig-lost-reply"), &rep); err != nil {
+		t.Fatal(err)
+	}
+	req["messages"] = append(req["messages"].([]any), rep, map[string]any{"role": "user", "content": "next"})
+	body1, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range []*Binder{e.b, NewBinder(e.j, BinderConfig{})} { // and after a reload
+		e.b = b
+		next, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "move", Branch: "b2", Parent: &api.BranchRef{Branch: "b1"}, Request: body1, Return: api.ReturnPlan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(next.Strips) != 0 {
+			t.Fatalf("round %d: the lost accept's reply was not attributed: strips %+v", i, next.Strips)
+		}
+	}
+}

@@ -184,12 +184,10 @@ describe("harness: pi's events in pi's order, real bindery, fake Anthropic", { s
   });
 
   // binding.md: a reply whose accept never arrived is stamped by attribution by prefix from
-  // the remembered compile it answered. With a session file bindery does (the e2e test
-  // "a lost accept" passes with real pi); with none (pi --no-session, as this harness)
-  // bindery strips it as no-stamp when the next compile is at a descendant leaf, even with
-  // `parent` naming the compile's leaf: a daemon gap, reported; the test stays strict and is
-  // marked todo until it is fixed.
-  test("a lost accept without a session file: the reply is attributed by its prefix", { todo: "bindery strips it as no-stamp (attribution across a leaf move, no session file)" }, async () => {
+  // the remembered compile it answered. Without a session file (pi --no-session, as this
+  // harness) the next compile is at a new leaf naming the old one as `parent`: bindery looks
+  // for that compile on the parent branch.
+  test("a lost accept without a session file: the reply is attributed by its prefix", async () => {
     const h = new Host(bridge, fake.baseUrl);
     const from = fake.requests.length;
     await h.prompt("one tools:1");
