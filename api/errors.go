@@ -16,12 +16,13 @@ import (
 //	unknown_compile       [404] accept/release of a compile id bindery never made or has forgotten
 //	unknown_conversation  [404] GET /v1/conversations/{id} of a conversation bindery does not know
 //	method_not_allowed    [405] the path exists with another method
-//	conflict              [409] the request contradicts recorded state
+//	conflict              [409] reserved: the request contradicts recorded state (no endpoint answers it yet)
 //	dry_run_compile       [409] accept of a dry-run compile
 //	body_too_large        [413] the request body exceeds the daemon's limit (--max-body)
 //	unsupported_media     [415] a request body that is not JSON
 //	internal              [500] a bug or an I/O failure inside bindery; details are in the daemon's log
-//	unavailable           [503] bindery is shutting down
+//	unavailable           [503] reserved: bindery cannot serve the request now (no endpoint answers it yet;
+//	                            during shutdown new connections are refused and the client reports "not running")
 //
 // bad_request, body_too_large, internal, unknown_compile, dry_run_compile
 // and unknown_conversation are declared with the binding handlers
