@@ -775,11 +775,13 @@ func (s *simConv) runStep() {
 		req, out := s.compile(b, body)
 		sent := out.Rewrite(body, req)
 		res := s.j.Answer(judge.Call{Body: sent, Beta: s.beta}, s.replySpec())
-		s.deliverAccepts(b)
 		if simTrace != nil {
 			simTrace("step %d branch %s engaged=%v model=%s body=%s\n strips=%+v\n kept=%d status=%d %s\n verdicts=%+v\n transformations=%v", s.step, b.name, s.engaged, req.Model, body, out.Strips, len(out.Kept), res.Status, res.Error, res.Blocks, res.Transformations)
 		}
 		retry := s.check(b, body, req, out, res)
+		// Late accepts land between this compile and the next: after the
+		// check, which must see bindery's state as the compile saw it.
+		s.deliverAccepts(b)
 		if res.Status == 200 {
 			if lr := out.Record.LastRead; !lr.IsZero() {
 				if _, ok := s.stamps[lr]; !ok {
