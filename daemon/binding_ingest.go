@@ -168,17 +168,25 @@ func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*bin
 	if parent == "" {
 		return nil, nil
 	}
-	path, found, err := b.db.SessionPath(ctx, c.id, parent)
-	if err != nil {
-		return nil, err
-	}
+	// Walk up from the parent past custom entries only: a bounded read per
+	// reply, whatever the depth of the session (a whole-path read here made
+	// ingest quadratic in a session's length).
 	heads := map[string]bool{parent: true}
-	if found {
-		for i := len(path) - 1; i >= 0; i-- {
-			heads[path[i].ID] = true
-			if t := path[i].Type; t != "custom" && t != "custom_message" {
+	for n := 8; ; n *= 8 {
+		up, err := b.db.Ancestors(ctx, c.id, parent, n)
+		if err != nil {
+			return nil, err
+		}
+		done := len(up) < n
+		for _, e := range up {
+			heads[e.ID] = true
+			if e.Type != "custom" && e.Type != "custom_message" {
+				done = true
 				break
 			}
+		}
+		if done || n > 1<<20 {
+			break
 		}
 	}
 	var out []*binding.CompileRecord

@@ -502,6 +502,46 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 	return path, len(path) > 0, nil
 }
 
+// Ancestors returns entry and at most n-1 of its ancestors, nearest first,
+// in the live file of session (nil when the entry is not there). Unlike
+// SessionPath it costs what it returns, not the depth of the tree: the
+// ingest hook walks up only past a few custom entries per reply.
+func (d *DB) Ancestors(ctx context.Context, session, entry string, n int) ([]PathEntry, error) {
+	var file int64
+	err := d.readers.QueryRowContext(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
+	}
+	rows, err := d.readers.QueryContext(ctx, `WITH RECURSIVE p(seq, id, parent, type, role, depth) AS (
+			SELECT seq, id, coalesce(parent_id, ''), type, coalesce(role, ''), 0 FROM entries
+				WHERE file = ?1 AND seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = ?2)
+			UNION ALL
+			SELECT e.seq, e.id, coalesce(e.parent_id, ''), e.type, coalesce(e.role, ''), p.depth + 1 FROM p JOIN entries e
+				ON e.seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = p.parent)
+			WHERE p.parent != '' AND p.parent != p.id AND p.depth + 1 < ?3)
+		SELECT id, seq, type, role FROM p ORDER BY depth`, file, entry, n)
+	if err != nil {
+		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
+	}
+	defer rows.Close()
+	var out []PathEntry
+	for rows.Next() {
+		var e PathEntry
+		if err := rows.Scan(&e.ID, &e.Seq, &e.Type, &e.Role); err != nil {
+			return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
+	}
+	return out, nil
+}
+
 // BlockEntries returns, for the given thinking keys, the id of the session
 // entry holding each (keys not found in the session are absent).
 func (d *DB) BlockEntries(ctx context.Context, session string, keys []binding.Digest) (map[binding.Digest]string, error) {

@@ -666,3 +666,46 @@ func TestSessionTreeExtends(t *testing.T) {
 		t.Errorf("duplicate id: extended %q, whole %q", br(t4), br(w4))
 	}
 }
+
+// Ancestors walks up from an entry, nearest first, and stops at n entries
+// or at the root; SessionPath gives the same entries root first.
+func TestAncestors(t *testing.T) {
+	d := mustOpen(t)
+	hdr := &Header{ID: "anc", Version: 3, Cwd: "/src", Timestamp: "2026-11-29T10:00:00.000Z"}
+	es := []Entry{entry(2, "e0", "", "message")}
+	for i := 1; i < 20; i++ {
+		es = append(es, entry(i+2, fmt.Sprintf("e%d", i), fmt.Sprintf("e%d", i-1), "custom"))
+	}
+	ingest(t, d, Batch{Kind: Found, Path: "/p/anc.jsonl", Cursor: cursor("/p/anc.jsonl", 9, 2200, 21), Header: hdr, Entries: es})
+	ids := func(p []PathEntry) []string {
+		var out []string
+		for _, e := range p {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	up, err := d.Ancestors(t.Context(), "anc", "e10", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ids(up)); got != "[e10 e9 e8]" {
+		t.Fatalf("ancestors of e10, 3: %s", got)
+	}
+	up, err = d.Ancestors(t.Context(), "anc", "e2", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ids(up)); got != "[e2 e1 e0]" {
+		t.Fatalf("ancestors of e2 to the root: %s", got)
+	}
+	path, found, err := d.SessionPath(t.Context(), "anc", "e2")
+	if err != nil || !found || fmt.Sprint(ids(path)) != "[e0 e1 e2]" {
+		t.Fatalf("session path: %v %v %v", ids(path), found, err)
+	}
+	if up, err := d.Ancestors(t.Context(), "anc", "nope", 5); err != nil || len(up) != 0 {
+		t.Fatalf("unknown entry: %v %v", up, err)
+	}
+	if up, err := d.Ancestors(t.Context(), "nosession", "e1", 5); err != nil || up != nil {
+		t.Fatalf("unknown session: %v %v", up, err)
+	}
+}

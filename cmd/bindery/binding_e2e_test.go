@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -574,8 +575,11 @@ func TestCrashDuringAccepts(t *testing.T) {
 	}
 	var acked []ack
 	var pending []string // compiled, acknowledged, not yet accepted
+	// Replies are made on the stream's goroutine while the test's own
+	// goroutine draws pauses from rng: number them instead of sharing rng.
+	var replies atomic.Int64
 	reply := func() json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"sig-%d-%d"},{"type":"text","text":"ok"}]}`, rng.Int64(), len(acked)))
+		return json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"sig-%d"},{"type":"text","text":"ok"}]}`, replies.Add(1)))
 	}
 	for round := 0; round < 6; round++ {
 		ctx, cancel := context.WithCancel(context.Background())
