@@ -14,13 +14,6 @@ const (
 	EventIngestError = "ingest-error" // file, line, offset, reason
 )
 
-// MaxEvents bounds the durable event log: older events are pruned as new
-// ones are written (a client asking for them gets a reset).
-const MaxEvents = 100_000
-
-// pruneEvery is how many events are written between two prunes.
-const pruneEvery = 1024
-
 // Event is one row of the event log.
 type Event struct {
 	Seq          int64
@@ -54,11 +47,8 @@ func AppendEvent(ctx context.Context, tx *sql.Tx, typ, conversation string, fiel
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s event: %w", typ, err)
 	}
-	if ev.Seq%pruneEvery == 0 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, ev.Seq-MaxEvents); err != nil {
-			return Event{}, fmt.Errorf("prune events: %w", err)
-		}
-	}
+	// The log is bounded by PruneEvents, under the configured retention
+	// (count and age), which the daemon's journal applies.
 	return ev, nil
 }
 
