@@ -16,6 +16,7 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 	j := &Journal{DB: d.store, Hub: hub, Logger: d.log.With("component", "events"),
 		Retention: db.EventRetention{MaxCount: d.cfg.EventsMax, MaxAge: d.cfg.EventsMaxAge}}
 	b := NewBinder(j, BinderConfig{
+		Models: d.cfg.ModelTable,
 		Logger: d.log.With("component", "binding"),
 		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})

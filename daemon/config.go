@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
 )
 
 // Config is everything `bindery serve` can be told. Every setting has a
@@ -30,6 +32,7 @@ import (
 //	--rescan          BINDERY_RESCAN         10s (full rescan of the session folders, in case fsnotify missed something)
 //	--shutdown-timeout BINDERY_SHUTDOWN_TIMEOUT 10s (how long in-flight requests may finish on SIGTERM)
 //	--log-level       BINDERY_LOG_LEVEL      info (debug, info, warn, error)
+//	--models          BINDERY_MODELS         <state-dir>/models.json if it exists; else the built-in model table (binding.DefaultModelTable)
 //
 // pi's own session-folder settings are followed too: $PI_CODING_AGENT_SESSION_DIR
 // and "sessionDir" in <agent-dir>/settings.json (later pi versions).
@@ -47,6 +50,11 @@ type Config struct {
 	// and none older than EventsMaxAge (0: no bound of that kind).
 	EventsMax    int64
 	EventsMaxAge time.Duration
+	// Models names a model-table override file (binding.ParseModelTable);
+	// Resolve reads it into ModelTable. A file that does not parse stops
+	// the daemon from starting: a wrong table can cost refused requests.
+	Models     string
+	ModelTable *binding.ModelTable
 
 	// Not settable from the command line.
 	Version  string
@@ -78,6 +86,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		Getenv:          getenv,
 		Database:        getenv("BINDERY_DB"),
 		Socket:          getenv("BINDERY_SOCKET"),
+		Models:          getenv("BINDERY_MODELS"),
 	}
 	home := getenv("HOME")
 	switch {
@@ -141,6 +150,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Rescan, "rescan", c.Rescan, "how often to rescan the session folders in full (env BINDERY_RESCAN)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (env BINDERY_SHUTDOWN_TIMEOUT)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
+	fs.StringVar(&c.Models, "models", c.Models, "a JSON file overriding the model table: which models bind thinking and read whose blocks (env BINDERY_MODELS; default <state-dir>/models.json if it exists)")
 	fs.Int64Var(&c.EventsMax, "events-max", c.EventsMax, "the event log keeps at most this many events (0: no count bound)")
 	fs.DurationVar(&c.EventsMaxAge, "events-max-age", c.EventsMaxAge, "the event log keeps no event older than this (0: no age bound)")
 }
@@ -180,6 +190,9 @@ func (c *Config) Resolve() error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := c.loadModels(); err != nil {
+		return err
 	}
 	if c.Database, err = filepath.Abs(c.Database); err != nil {
 		return err
@@ -305,4 +318,26 @@ func formatSize(n int64) string {
 		return fmt.Sprintf("%dMiB", n>>20)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// loadModels reads the model-table override: the named file, else
+// <state-dir>/models.json when it exists.
+func (c *Config) loadModels() error {
+	path, explicit := c.Models, c.Models != ""
+	if !explicit {
+		path = filepath.Join(c.StateDir, "models.json")
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("model table: %w", err)
+	}
+	t, err := binding.ParseModelTable(data)
+	if err != nil {
+		return fmt.Errorf("model table %s: %w", path, err)
+	}
+	c.Models, c.ModelTable = path, t
+	return nil
 }

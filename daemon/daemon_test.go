@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/watcher/pisession"
 )
 
@@ -450,5 +451,42 @@ func TestPeerOtherUID(t *testing.T) {
 		if !strings.HasPrefix(string(out), tc.want) {
 			t.Errorf("client as uid %d: %q, want %q...", tc.uid, out, tc.want)
 		}
+	}
+}
+
+// A model-table override is read at start: named by BINDERY_MODELS (or
+// --models), else <state-dir>/models.json when present. A file that does
+// not parse stops the daemon from starting.
+func TestConfigModelTable(t *testing.T) {
+	dir := t.TempDir()
+	c, err := DefaultConfig(envMap("HOME", "/h", "BINDERY_STATE_DIR", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Resolve(); err != nil || c.ModelTable != nil {
+		t.Fatalf("no file: table %v, err %v", c.ModelTable, err)
+	}
+	// In the state dir: a model the built-in table does not know, declared non-binding.
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(`{"models":[{"id":"claude-quill-1","binds":false}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = DefaultConfig(envMap("HOME", "/h", "BINDERY_STATE_DIR", dir))
+	if err := c.Resolve(); err != nil || c.ModelTable == nil {
+		t.Fatalf("state-dir file: table %v, err %v", c.ModelTable, err)
+	}
+	if c.ModelTable.Binds("claude-quill-1") || !binding.DefaultModelTable().Binds("claude-quill-1") {
+		t.Errorf("the override did not take: binds %v (default %v)", c.ModelTable.Binds("claude-quill-1"), binding.DefaultModelTable().Binds("claude-quill-1"))
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"models":[{"id":""}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = DefaultConfig(envMap("HOME", "/h", "BINDERY_STATE_DIR", dir, "BINDERY_MODELS", bad))
+	if err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("a bad model table: %v", err)
+	}
+	c, _ = DefaultConfig(envMap("HOME", "/h", "BINDERY_STATE_DIR", dir, "BINDERY_MODELS", filepath.Join(dir, "missing.json")))
+	if err := c.Resolve(); err == nil {
+		t.Error("a named model table that does not exist was accepted")
 	}
 }
