@@ -58,3 +58,34 @@ func TestDecodeCompile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeCompile splits a ~1 MB compile body (the request kept as
+// raw bytes); json.Valid over the same body is the baseline of a pass that
+// reads every byte.
+func BenchmarkDecodeCompile(b *testing.B) {
+	var msgs []map[string]any
+	for i := range 250 {
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": []map[string]any{
+			{"type": "thinking", "thinking": strings.Repeat("a \"quoted\" step\n", 220) + string(rune('a'+i%26)), "signature": strings.Repeat("Eq+/", 60)},
+			{"type": "text", "text": "done"},
+		}})
+	}
+	req, _ := json.Marshal(map[string]any{"model": "claude", "messages": msgs})
+	body, _ := json.Marshal(map[string]any{"conversation": "c", "branch": "b", "future": map[string]any{"x": []int{1, 2}}, "request": json.RawMessage(req)})
+	b.Run("decodeCompile", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := decodeCompile(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if !json.Valid(body) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
