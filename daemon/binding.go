@@ -42,6 +42,9 @@ type Binder struct {
 	byID  map[string]string // compile id -> conversation, for ids compiled since start
 
 	parsers sync.Pool
+	memos   memoSet
+
+	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 }
 
 // BinderConfig configures a Binder. Zero values are the defaults.
@@ -66,7 +69,7 @@ func NewBinder(j *Journal, cfg BinderConfig) *Binder {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles, follow: cfg.Follow, log: cfg.Logger,
-		convs: map[string]*conv{}, byID: map[string]string{}}
+		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}}
 }
 
 // maxConversations bounds the conversations kept in memory; the state of
@@ -350,12 +353,7 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
-	p, _ := b.parsers.Get().(*binding.Parser)
-	if p == nil {
-		p = new(binding.Parser)
-	}
-	req, err := p.Parse(call.Request)
-	b.parsers.Put(p)
+	req, err := b.parse(call.Conversation, call.Request)
 	if err != nil {
 		return nil, api.Errorf(api.CodeBadRequest, "compile: request: %v", err)
 	}
@@ -1287,7 +1285,122 @@ func (b *Binder) Conversation(ctx context.Context, id string) (*api.Conversation
 	if n := relCount[signatureBranch]; n > 0 && !seen[signatureBranch] {
 		add(signatureBranch)
 	}
+	if err := b.treeBranches(ctx, c, st, byBranch); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// treeBranches turns a pi session's per-leaf rows into its tree's branches
+// (design/binding.md: a pi branch is identified by its path, so a compile
+// at a descendant leaf is on the same branch). The per-leaf rows stay, as
+// CompileLeaves. A conversation that is not an ingested pi session is left
+// as it is.
+func (b *Binder) treeBranches(ctx context.Context, c *conv, st *api.ConversationState, stampsBy map[string]int) error {
+	_, tree, err := b.db.SessionTree(ctx, c.id, b.trees.get(c.id))
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b.trees.put(c.id, tree)
+	leaves := tree.Branches()
+	type treeBranch struct {
+		state api.BranchState
+		path  []binding.PathEntry
+		on    map[string]bool
+		owner int64 // seq of the owner compile
+	}
+	out := make([]treeBranch, len(leaves))
+	for i, l := range leaves {
+		p, _ := tree.PathEntries(l.Leaf)
+		tb := treeBranch{path: toBindingPath(p), on: make(map[string]bool, len(p))}
+		for _, e := range p {
+			tb.on[e.ID] = true
+		}
+		tb.state = api.BranchState{Branch: l.Leaf, Current: l.Current, Entries: l.Depth}
+		out[i] = tb
+	}
+	// The compiles, and the stamps their accepts minted, on each path;
+	// names that are not entries of the tree keep a row of their own.
+	var notInTree []api.BranchState
+	for _, row := range st.Branches {
+		if _, in := tree.PathEntries(row.Branch); in || row.Branch == signatureBranch {
+			continue // releases by signature are counted on every branch
+		}
+		row.NotInTree = true
+		notInTree = append(notInTree, row)
+	}
+	for id, e := range c.compiles {
+		for i := range out {
+			tb := &out[i]
+			if !tb.on[e.branch] {
+				continue
+			}
+			if !e.accepted {
+				tb.state.Unaccepted++
+				continue
+			}
+			tb.state.Accepted++
+			if tb.state.Owner == "" || e.seq > tb.owner {
+				tb.owner = e.seq
+				tb.state.Owner = id
+			}
+		}
+	}
+	for name, n := range stampsBy {
+		for i := range out {
+			if out[i].on[name] {
+				out[i].state.Stamps += n
+			}
+		}
+	}
+	// Releases in force at each leaf, decided as a compile there decides
+	// them (released, above).
+	var keys []binding.Digest
+	for _, r := range c.releases {
+		if r.Branch != signatureBranch {
+			keys = append(keys, r.Key)
+		}
+	}
+	entries, err := b.db.BlockEntries(ctx, c.id, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range c.releases {
+		madeOn, known := []binding.PathEntry(nil), false
+		if r.Branch != signatureBranch {
+			var p []db.PathEntry
+			p, known = tree.PathEntries(r.Branch)
+			madeOn = toBindingPath(p)
+		}
+		for i := range out {
+			tb := &out[i]
+			switch {
+			case r.Branch == signatureBranch, !known:
+				// by signature: every branch; made at a leaf the tree
+				// does not show: a compile takes it as reaching (safe)
+				tb.state.Releases++
+			default:
+				entry, ok := entries[r.Key]
+				if !ok {
+					entry = madeOn[len(madeOn)-1].ID
+				}
+				if binding.ReleaseReaches(madeOn, entry, r.Seq, tb.path) {
+					tb.state.Releases++
+				}
+			}
+		}
+	}
+	st.SessionTree = true
+	st.CompileLeaves = st.Branches
+	st.Branches = make([]api.BranchState, 0, len(out)+len(notInTree))
+	for _, tb := range out {
+		st.Branches = append(st.Branches, tb.state)
+	}
+	st.Branches = append(st.Branches, notInTree...)
+	return nil
 }
 
 func sortedBranches(m map[string]*db.BranchRow) []*db.BranchRow {

@@ -288,6 +288,17 @@ func BenchmarkCompileRoundTrip1MB(b *testing.B) {
 			post(b, "/v1/compile", call)
 		}
 	})
+	// Without the conversation's parse memo: every message canonicalized
+	// and hashed again, as on a conversation's first compile.
+	b.Run("compile-fresh", func(b *testing.B) {
+		b.SetBytes(int64(len(call)))
+		for b.Loop() {
+			e.b.memos.mu.Lock()
+			clear(e.b.memos.slots)
+			e.b.memos.mu.Unlock()
+			post(b, "/v1/compile", call)
+		}
+	})
 	b.Run("compile-plan", func(b *testing.B) {
 		plan, _ := json.Marshal(map[string]any{"conversation": "big", "return": "plan", "request": json.RawMessage(body)})
 		b.SetBytes(int64(len(plan)))
