@@ -136,9 +136,27 @@ type ConversationState struct {
 	StampsLinked int           `json:"stampsLinked"` // stamps whose reply bindery has seen land in the session file
 	Releases     []ReleaseInfo `json:"releases"`
 	Compiles     int           `json:"compiles"` // remembered compile records
+	// SessionTree is true for a pi session bindery has ingested: Branches
+	// are then the session tree's branches (its leaves, in file order), a
+	// branch being identified by its path (design/binding.md): a compile
+	// made at any entry on a leaf's path is on that branch. Compiles that
+	// named an entry the session file does not show (yet) are listed after
+	// them, one row per name, with NotInTree set.
+	SessionTree bool `json:"sessionTree,omitempty"`
+	// CompileLeaves (pi only) is the raw bookkeeping per leaf a compile
+	// named, one row per name as Branches lists a non-pi conversation's
+	// branches: these are positions on branches, not branches.
+	CompileLeaves []BranchState `json:"compileLeaves,omitempty"`
 }
 
-// BranchState is one branch of a conversation.
+// BranchState is one branch of a conversation. For a pi session
+// (ConversationState.SessionTree) Branch is a leaf of the session tree and
+// the counts cover every compile made at an entry on its path: Owner is
+// the last accepted of them, Releases counts the releases a compile at the
+// leaf applies (those made on the path, those that reach it from another
+// branch by the fork rule, and releases by signature; a parent session's
+// inherited releases are not counted here), Stamps the stamps minted by
+// the compiles on the path.
 type BranchState struct {
 	Branch     string     `json:"branch"`
 	Owner      string     `json:"owner,omitempty"` // last accepted compile
@@ -147,6 +165,12 @@ type BranchState struct {
 	Accepted   int        `json:"accepted"`
 	Releases   int        `json:"releases"`
 	Stamps     int        `json:"stamps"` // stamps minted by this branch's accepts
+	// pi only: pi's current leaf, the entries on the path root..leaf, and
+	// NotInTree for a leaf compiles named that the session file does not
+	// show (not written or not ingested yet, or not an entry id).
+	Current   bool `json:"current,omitempty"`
+	Entries   int  `json:"entries,omitempty"`
+	NotInTree bool `json:"notInTree,omitempty"`
 }
 
 // ReleaseInfo is one release.

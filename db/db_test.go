@@ -376,6 +376,20 @@ func TestIngestFoundGrewAndTree(t *testing.T) {
 	if _, err := tree.Path("zz"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("path to unknown: %v", err)
 	}
+	// PathEntries follows the same links as SessionPath, with seqs.
+	pe, found := tree.PathEntries("u3")
+	sp, sfound, err := d.SessionPath(t.Context(), "s1", "u3")
+	if err != nil || !found || !sfound || len(pe) != 5 || len(sp) != len(pe) {
+		t.Fatalf("path entries to u3 = %v %v, session path %v %v %v", pe, found, sp, sfound, err)
+	}
+	for i := range pe {
+		if pe[i].ID != sp[i].ID || pe[i].Seq != sp[i].Seq || pe[i].Seq == 0 {
+			t.Errorf("path entry %d: tree %+v, session path %+v", i, pe[i], sp[i])
+		}
+	}
+	if _, found := tree.PathEntries("zz"); found {
+		t.Errorf("path entries to unknown entry found")
+	}
 	if n := count(t, d, `SELECT count(*) FROM ingest_errors`); n != 1 {
 		t.Errorf("ingest errors = %d", n)
 	}

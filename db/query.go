@@ -399,3 +399,20 @@ func (t *Tree) Path(id string) ([]string, error) {
 	}
 	return rev, nil
 }
+
+// PathEntries returns the path from the root to the entry id, root first,
+// with each entry's ingest seq (Type and Role are not part of the tree and
+// stay empty); found is false when the tree does not hold id. It follows
+// the same links as SessionPath, from the tree in memory.
+func (t *Tree) PathEntries(id string) (path []PathEntry, found bool) {
+	i, ok := t.byID[id]
+	if !ok {
+		return nil, false
+	}
+	t.walk(i, func(k int) bool {
+		path = append(path, PathEntry{ID: t.nodes[k].id, Seq: t.nodes[k].seq})
+		return true
+	})
+	slices.Reverse(path)
+	return path, true
+}

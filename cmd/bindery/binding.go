@@ -339,6 +339,9 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if err := tw.Flush(); err != nil {
 		return true, err
 	}
+	if st.SessionTree {
+		return true, showTreeBranches(stdout, st)
+	}
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  BRANCH\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\tPARENT\t")
 	for _, b := range st.Branches {
@@ -357,17 +360,51 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if err := tw.Flush(); err != nil {
 		return true, err
 	}
+	return true, showReleases(stdout, st)
+}
+
+// showTreeBranches prints a pi session's branches: its tree's leaves, each
+// with the compiles made on its path (design/binding.md: a pi branch is
+// identified by its path). Leaves compiles named that the file does not
+// show yet follow; the per-leaf bookkeeping is only in --json.
+func showTreeBranches(stdout io.Writer, st *api.ConversationState) error {
+	fmt.Fprintf(stdout, "\n  %d branches (session tree leaves; %d leaves compiled at):\n", len(st.Branches), len(st.CompileLeaves))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LEAF\tENTRIES\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\t")
+	for _, b := range st.Branches {
+		leaf, owner, entries := b.Branch, b.Owner, fmt.Sprint(b.Entries)
+		switch {
+		case b.Current:
+			leaf += " *"
+		case b.NotInTree:
+			leaf += " (not in the file yet)"
+			entries = "-"
+		}
+		if leaf == "" {
+			leaf = "(default)"
+		}
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t\n", leaf, entries, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "  (* current leaf; a branch counts every compile made on its path)")
+	return showReleases(stdout, st)
+}
+
+func showReleases(stdout io.Writer, st *api.ConversationState) error {
 	if len(st.Releases) > 0 {
-		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  RELEASED BLOCK\tBRANCH\tREASON\tCOMPILE\tTIME\t")
 		for _, r := range st.Releases {
 			fmt.Fprintf(tw, "  %.16s\t%s\t%s\t%s\t%s\t\n", r.Block, r.Branch, r.Reason, r.CompileID, when(r.Time))
 		}
-		if err := tw.Flush(); err != nil {
-			return true, err
-		}
+		return tw.Flush()
 	}
-	return true, nil
+	return nil
 }
 
 func readInput(name string) ([]byte, error) {

@@ -464,7 +464,7 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 		return ans
 	}
 
-	round("u1", "", "hello", "a1", true)
+	first := round("u1", "", "hello", "a1", true)
 	round("u2", "a1", "more", "a2", true)
 	// a reply whose accept never comes: only the session file shows it
 	round("u3", "a2", "and more", "a3", false)
@@ -512,6 +512,38 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 		st, err := d.client.Conversation(ctxT(t), sid)
 		return err == nil && st.StampsLinked == 6
 	})
+
+	// The session's branches are its tree's two leaves (design/binding.md:
+	// a pi branch is identified by its path), not one per compiled leaf:
+	// a5 holds the compiles at u1, u2 and the fork's u5 and the release
+	// made there; a6 the compiles at u1..u4 (u3's never accepted) and u6,
+	// and no release (the fork's was made after a6's path diverged).
+	waitIngested()
+	st, err = d.client.Conversation(ctxT(t), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBranches := []api.BranchState{
+		{Branch: "a5", Owner: fork.CompileID, Accepted: 3, Stamps: 3, Releases: 1, Entries: 6},
+		{Branch: "a6", Owner: back.CompileID, Accepted: 4, Unaccepted: 1, Stamps: 5, Current: true, Entries: 10},
+	}
+	if !st.SessionTree || len(st.Branches) != 2 || st.Branches[0] != wantBranches[0] || st.Branches[1] != wantBranches[1] || len(st.CompileLeaves) != 6 {
+		t.Fatalf("session branches: sessionTree %v\n got %+v\nwant %+v\ncompile leaves %+v", st.SessionTree, st.Branches, wantBranches, st.CompileLeaves)
+	}
+	for _, l := range st.CompileLeaves {
+		if l.Branch == "u1" && (l.Owner != first.CompileID || l.Accepted != 1) {
+			t.Fatalf("compile leaf u1: %+v", l)
+		}
+	}
+	out, errOut, code := d.runCLI(ctxT(t), "show", sid)
+	if code != 0 || !strings.Contains(out, "2 branches (session tree leaves; 6 leaves compiled at)") ||
+		!strings.Contains(out, back.CompileID) || !strings.Contains(out, fork.CompileID) || strings.Contains(out, first.CompileID) {
+		t.Fatalf("show %s: %d\n%s%s", sid, code, out, errOut)
+	}
+	out, errOut, code = d.runCLI(ctxT(t), "show", "--json", sid)
+	if code != 0 || !strings.Contains(out, `"branches"`) {
+		t.Fatalf("show --json: %d %s%s", code, out, errOut)
+	}
 
 	// pi forks into a new session file: the header names the parent
 	// session, and the path to a4 is copied with its entry ids. The new
