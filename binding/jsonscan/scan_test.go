@@ -251,4 +251,3 @@ func FuzzRuneCount(f *testing.F) {
 		}
 	})
 }
-
