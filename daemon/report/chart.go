@@ -35,8 +35,9 @@ const (
 // request (x: request number on the current branch; y: tokens, one panel
 // each), a dashed vertical line through both panels at each request whose
 // compile bindery stripped, and a red dot on the write panel at each cache
-// break. Hand-written SVG 1.1: no scripts, no external files. An archive
-// report has no requests and draws empty axes.
+// break. Requests with an empty prompt (no usage) get no point. Hand-written
+// SVG 1.1: no scripts, no external files. An archive report has no requests
+// and draws empty axes.
 func SVG(r Report) []byte {
 	var b bytes.Buffer
 	reqs := r.Requests
@@ -103,10 +104,17 @@ func SVG(r Report) []byte {
 	}
 	b.WriteString("</g>\n")
 
+	// A request with an empty prompt (pi's aborted replies that never got a
+	// message_start carry all-zero usage) read and wrote nothing: drawing it
+	// at 0 would show a cache-read drop that never happened, so it gets no
+	// point and the line joins its neighbours.
 	series := func(id, color string, p panel, v func(Request) int64) {
-		pts := make([]string, len(reqs))
-		for i, q := range reqs {
-			pts[i] = fmt.Sprintf("%.1f,%.1f", x(q.N), y(p, v(q)))
+		pts := make([]string, 0, len(reqs))
+		for _, q := range reqs {
+			if q.Prompt == 0 {
+				continue
+			}
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(q.N), y(p, v(q))))
 		}
 		fmt.Fprintf(&b, `<g id="%s"><polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/></g>`+"\n", id, color, strings.Join(pts, " "))
 	}
