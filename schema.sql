@@ -70,7 +70,12 @@ CREATE TABLE entries (
     tool_calls   INTEGER NOT NULL DEFAULT 0,
     user_text    INTEGER NOT NULL DEFAULT 0,
     first_kept_entry_id TEXT,
-    custom_type  TEXT
+    custom_type  TEXT,
+    -- pi's usage.cost split, USD (version 4; NULL in rows ingested before)
+    cost_input       REAL,
+    cost_output      REAL,
+    cost_cache_read  REAL,
+    cost_cache_write REAL
 );
 CREATE INDEX entries_file_id ON entries(file, id);
 -- entries_file is (file, seq): one file's entries in file order, without a sort.

@@ -723,3 +723,86 @@ func TestAncestors(t *testing.T) {
 		t.Fatalf("unknown session: %v %v", up, err)
 	}
 }
+
+// TestUpgradeFromVersion3: a database made by version 3 (the release
+// before the cost split) with rows in it opens, is upgraded in place, and
+// keeps every row: old entries read back with cost.total and no split,
+// entries ingested after the upgrade with the split.
+func TestUpgradeFromVersion3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	// version 1 as release 1 made it, then the steps to 3, as upgrades did
+	if err := migrate(t.Context(), raw, steps[0].SQL, steps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(t.Context(), raw, "unused", steps[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if got := pragma(t, raw, "user_version"); got != "3" {
+		t.Fatalf("built user_version %s, want 3", got)
+	}
+	for _, q := range []string{
+		`INSERT INTO files (id, path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (1, '/p/old.jsonl', 1, 9, 400, 4, x'00', 1)`,
+		`INSERT INTO sessions (file, id, cwd, version, header_time, last_activity, entries, thinking, leaf) VALUES (1, 'old', '/w', 3, '2026-11-01T10:00:00Z', '2026-11-01T10:00:02Z', 2, 1, 'a1')`,
+		`INSERT INTO entries (seq, file, id, parent_id, type, line, offset, length, role) VALUES (1, 1, 'u1', NULL, 'message', 2, 100, 100, 'user')`,
+		`INSERT INTO entries (seq, file, id, parent_id, type, line, offset, length, role, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_total, tool_calls)
+			VALUES (2, 1, 'a1', 'u1', 'message', 3, 200, 100, 'assistant', 'claude-opus-4-5', 3, 120, 20500, 310, 0.01521, 1)`,
+		`INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (2, 0, 1, 0, 1, x'` + fmt.Sprintf("%x", digest("sig-old")) + `', 80)`,
+		`INSERT INTO report_summaries (file, stamp, summary, updated_ms) VALUES (1, 'st', '{}', 1)`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+
+	d, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatalf("open a version 3 database: %v", err)
+	}
+	defer d.Close()
+	if v, err := d.SchemaVersion(t.Context()); err != nil || v != LatestSchemaVersion() || v < 4 {
+		t.Fatalf("upgraded to version %d (%v), want %d", v, err, LatestSchemaVersion())
+	}
+	s, err := d.Session(t.Context(), "old")
+	if err != nil || s.Entries != 2 || s.Leaf != "a1" {
+		t.Fatalf("session after upgrade: %+v %v", s, err)
+	}
+	rows, err := d.ReportEntries(t.Context(), 1)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("entries after upgrade: %+v %v", rows, err)
+	}
+	u := rows[1].Usage
+	if u.CostTotal == nil || *u.CostTotal != 0.01521 || *u.CacheRead != 20500 || u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
+		t.Errorf("old entry usage after upgrade: %+v", u)
+	}
+	if len(rows[1].Thinking) != 1 || rows[1].Thinking[0].Chars != 80 {
+		t.Errorf("old thinking after upgrade: %+v", rows[1].Thinking)
+	}
+	// the file grows: the new rows carry pi's split
+	a2 := assistant(4, "a2", "a1")
+	a2.Usage.CostTotal, a2.Usage.CostInput, a2.Usage.CostOutput = f64(0.010755), f64(0.000005), f64(0.00025)
+	a2.Usage.CostCacheRead, a2.Usage.CostCacheWrite = f64(0.0104), f64(0.0001)
+	ingest(t, d, Batch{Kind: Grew, Path: "/p/old.jsonl", Cursor: Cursor{Path: "/p/old.jsonl", Dev: 1, Ino: 9, Offset: 500, Lines: 5}, Entries: []Entry{a2}})
+	rows, err = d.ReportEntries(t.Context(), 1)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("entries after growing: %+v %v", rows, err)
+	}
+	u = rows[2].Usage
+	if u.CostTotal == nil || u.CostInput == nil || u.CostOutput == nil || u.CostCacheRead == nil || u.CostCacheWrite == nil ||
+		*u.CostTotal != 0.010755 || *u.CostInput != 0.000005 || *u.CostOutput != 0.00025 || *u.CostCacheRead != 0.0104 || *u.CostCacheWrite != 0.0001 {
+		t.Errorf("new entry usage: %+v", u)
+	}
+	if rows[1].Usage.CostInput != nil {
+		t.Errorf("the old row gained a split it never had")
+	}
+	if n := count(t, d, `SELECT count(*) FROM report_summaries`); n != 1 {
+		t.Errorf("report summaries after upgrade = %d", n)
+	}
+}
+
+func f64(v float64) *float64 { return &v }

@@ -64,10 +64,14 @@ type Entry struct {
 	Data json.RawMessage
 }
 
-// Usage is an assistant message's token counts; nil means pi did not write it.
+// Usage is an assistant message's token counts and pi's usage.cost (USD);
+// nil means pi did not write it. The cost split (CostInput..CostCacheWrite)
+// is stored from schema version 4 on: rows ingested before have only
+// CostTotal.
 type Usage struct {
-	Input, Output, CacheRead, CacheWrite, TotalTokens *int64
-	CostTotal                                         *float64
+	Input, Output, CacheRead, CacheWrite, TotalTokens    *int64
+	CostTotal                                            *float64
+	CostInput, CostOutput, CostCacheRead, CostCacheWrite *float64
 }
 
 // Thinking is one thinking block of an assistant message.
@@ -240,6 +244,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			nullString(e.Timestamp), nullString(e.Role), nullString(e.Model), nullString(e.Provider),
 			nullString(e.StopReason), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.TotalTokens,
 			u.CostTotal, e.ToolCalls, e.UserText, nullString(e.FirstKeptEntryID), nullString(e.CustomType),
+			u.CostInput, u.CostOutput, u.CostCacheRead, u.CostCacheWrite,
 		)
 		if err != nil {
 			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
@@ -364,8 +369,8 @@ func (d *DB) prepare(ctx context.Context) error {
 			last_activity = coalesce(?, last_activity) WHERE file = ?`},
 		{&d.stmts.insertEntry, `INSERT INTO entries (file, id, parent_id, type, line, offset, length, timestamp, role, model, provider,
 			stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
-			tool_calls, user_text, first_kept_entry_id, custom_type)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			tool_calls, user_text, first_kept_entry_id, custom_type, cost_input, cost_output, cost_cache_read, cost_cache_write)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},

@@ -55,7 +55,8 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, coalesce(parent_id, ''), type, line, offset, length,
 		coalesce(timestamp, ''), coalesce(role, ''), coalesce(model, ''), coalesce(provider, ''), coalesce(stop_reason, ''),
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
-		tool_calls, user_text, coalesce(first_kept_entry_id, ''), coalesce(custom_type, '')
+		tool_calls, user_text, coalesce(first_kept_entry_id, ''), coalesce(custom_type, ''),
+		cost_input, cost_output, cost_cache_read, cost_cache_write
 		FROM entries WHERE file = ? ORDER BY seq`, file)
 	if err != nil {
 		return nil, fmt.Errorf("report entries of file %d: %w", file, err)
@@ -67,19 +68,17 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 		var e Entry
 		var seq int64
 		var in, outT, cr, cw, total sql.NullInt64
-		var cost sql.NullFloat64
+		var cost, cin, cout, ccr, ccw sql.NullFloat64
 		if err := rows.Scan(&seq, &e.ID, &e.ParentID, &e.Type, &e.Line, &e.Offset, &e.Length,
 			&e.Timestamp, &e.Role, &e.Model, &e.Provider, &e.StopReason,
 			&in, &outT, &cr, &cw, &total, &cost,
-			&e.ToolCalls, &e.UserText, &e.FirstKeptEntryID, &e.CustomType); err != nil {
+			&e.ToolCalls, &e.UserText, &e.FirstKeptEntryID, &e.CustomType,
+			&cin, &cout, &ccr, &ccw); err != nil {
 			return nil, fmt.Errorf("report entries of file %d: %w", file, err)
 		}
 		e.Usage = Usage{Input: nullInt64(in), Output: nullInt64(outT), CacheRead: nullInt64(cr),
-			CacheWrite: nullInt64(cw), TotalTokens: nullInt64(total)}
-		if cost.Valid {
-			v := cost.Float64
-			e.Usage.CostTotal = &v
-		}
+			CacheWrite: nullInt64(cw), TotalTokens: nullInt64(total), CostTotal: nullFloat64(cost),
+			CostInput: nullFloat64(cin), CostOutput: nullFloat64(cout), CostCacheRead: nullFloat64(ccr), CostCacheWrite: nullFloat64(ccw)}
 		bySeq[seq] = len(out)
 		out = append(out, e)
 	}
@@ -107,6 +106,14 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 		return nil, fmt.Errorf("report thinking of file %d: %w", file, err)
 	}
 	return out, nil
+}
+
+func nullFloat64(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	v := n.Float64
+	return &v
 }
 
 func nullInt64(n sql.NullInt64) *int64 {
