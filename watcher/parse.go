@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/my-pi/bindery/binding/jsonscan"
 )
 
 // Parser turns the complete lines of one session file, in file order, into a
@@ -25,8 +27,8 @@ const maxInterned = 512
 
 // readInterned is readString for fields with few distinct values.
 func (p *Parser) readInterned(b []byte, i int) (string, int) {
-	raw, esc, ok, end := rawString(b, i)
-	if !ok || esc || len(raw) > 64 || !utf8.Valid(raw) {
+	raw, ok, end := rawString(b, i)
+	if !ok || len(raw) > 64 || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
 		return readString(b, i)
 	}
 	if s, ok := p.intern[string(raw)]; ok {
@@ -107,12 +109,12 @@ func (p *Parser) Line(line []byte, offset int64) Parsed {
 	if p.State.NotSession {
 		return Parsed{}
 	}
-	if !validJSON(line) {
+	if !jsonscan.Valid(line) {
 		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "malformed JSON"}}
 	}
 	value := p.State.Values
 	p.State.Values++
-	i := skipWS(line, 0)
+	i := jsonscan.SkipSpace(line, 0)
 	if line[i] != '{' {
 		if p.State.Version == 0 {
 			p.State.NotSession = true
@@ -152,7 +154,7 @@ func parseHeader(b []byte) (*Header, bool) {
 	h := &Header{}
 	var isSession, hasID bool
 	for i := 0; ; {
-		key, v, ok := nextKey(b, &i)
+		key, v, ok := jsonscan.NextMember(b, &i)
 		if !ok {
 			break
 		}
@@ -162,7 +164,7 @@ func parseHeader(b []byte) (*Header, bool) {
 			t, i = readString(b, v)
 			isSession = t == "session"
 		case "id":
-			_, _, hasID, _ = rawString(b, v)
+			_, hasID, _ = rawString(b, v)
 			h.ID, i = readString(b, v)
 		case "version":
 			_, isInt, n, ok, end := readNumber(b, v)
@@ -211,7 +213,7 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		summaryNonBlank bool
 	)
 	for i := 0; ; {
-		key, v, ok := nextKey(b, &i)
+		key, v, ok := jsonscan.NextMember(b, &i)
 		if !ok {
 			break
 		}
@@ -255,8 +257,8 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		case "fromId":
 			e.FromID, i = readString(b, v)
 		case "summary":
-			raw, esc, ok, end := rawString(b, v)
-			summaryNonBlank = ok && !blank(raw, esc)
+			raw, ok, end := rawString(b, v)
+			summaryNonBlank = ok && !blank(raw)
 			i = end
 		case "targetId":
 			e.TargetID, i = readString(b, v)
@@ -306,7 +308,7 @@ func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 	exclude := false
 	i := start
 	for {
-		key, v, ok := nextKey(b, &i)
+		key, v, ok := jsonscan.NextMember(b, &i)
 		if !ok {
 			break
 		}
@@ -374,11 +376,11 @@ func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 func contentSent(b []byte, i int) bool {
 	switch b[i] {
 	case '"':
-		raw, esc, _, _ := rawString(b, i)
-		return !blank(raw, esc)
+		raw, _, _ := rawString(b, i)
+		return !blank(raw)
 	case '[':
 		for j := i; ; {
-			v, ok := nextElem(b, &j)
+			v, ok := jsonscan.NextElement(b, &j)
 			if !ok {
 				return false
 			}
@@ -386,18 +388,18 @@ func contentSent(b []byte, i int) bool {
 			if b[v] == '{' {
 				k := v
 				for {
-					key, kv, ok := nextKey(b, &k)
+					key, kv, ok := jsonscan.NextMember(b, &k)
 					if !ok {
 						break
 					}
 					switch string(key) {
 					case "type":
-						raw, _, _, end := rawString(b, kv)
+						raw, _, end := rawString(b, kv)
 						typ = string(raw)
 						k = end
 					case "text":
-						raw, esc, ok, end := rawString(b, kv)
-						hasText, text = ok, ok && !blank(raw, esc)
+						raw, ok, end := rawString(b, kv)
+						hasText, text = ok, ok && !blank(raw)
 						k = end
 					default:
 						k = skipValue(b, kv)
@@ -418,7 +420,7 @@ func contentSent(b []byte, i int) bool {
 func parseAssistantContent(b []byte, start int, e *Entry) int {
 	index := 0
 	for j := start; ; index++ {
-		v, ok := nextElem(b, &j)
+		v, ok := jsonscan.NextElement(b, &j)
 		if !ok {
 			return j
 		}
@@ -431,26 +433,25 @@ func parseAssistantContent(b []byte, start int, e *Entry) int {
 			chars    int
 			redacted bool
 			sig      []byte
-			sigEsc   bool
 			hasSig   bool
 		)
 		k := v
 		for {
-			key, kv, ok := nextKey(b, &k)
+			key, kv, ok := jsonscan.NextMember(b, &k)
 			if !ok {
 				break
 			}
 			switch string(key) {
 			case "type":
-				typ, _, _, k = rawString(b, kv)
+				typ, _, k = rawString(b, kv)
 			case "thinking":
-				raw, esc, ok, end := rawString(b, kv)
+				raw, ok, end := rawString(b, kv)
 				if ok {
-					chars = runeCount(raw, esc)
+					chars = jsonscan.RuneCount(raw)
 				}
 				k = end
 			case "thinkingSignature":
-				sig, sigEsc, hasSig, k = rawString(b, kv)
+				sig, hasSig, k = rawString(b, kv)
 			case "redacted":
 				redacted = isTrue(b, kv)
 				k = skipValue(b, kv)
@@ -464,9 +465,10 @@ func parseAssistantContent(b []byte, start int, e *Entry) int {
 			tb := ThinkingBlock{Index: index, Redacted: redacted, Chars: chars}
 			if hasSig && len(sig) > 0 {
 				tb.Signed = true
+				// The digest is of the decoded signature: its bytes as written when it has no escape.
 				var sum [32]byte
-				if sigEsc {
-					sum = sha256.Sum256([]byte(unquote(append(append([]byte{'"'}, sig...), '"'))))
+				if bytes.IndexByte(sig, '\\') >= 0 {
+					sum = sha256.Sum256([]byte(decodeString(sig)))
 				} else {
 					sum = sha256.Sum256(sig)
 				}
@@ -483,7 +485,7 @@ func parseUsage(b []byte, start int) (*Usage, int) {
 	u := &Usage{}
 	i := start
 	for {
-		key, v, ok := nextKey(b, &i)
+		key, v, ok := jsonscan.NextMember(b, &i)
 		if !ok {
 			return u, i
 		}
@@ -514,7 +516,7 @@ func parseCost(b []byte, start int) (*Cost, int) {
 	c := &Cost{}
 	i := start
 	for {
-		key, v, ok := nextKey(b, &i)
+		key, v, ok := jsonscan.NextMember(b, &i)
 		if !ok {
 			return c, i
 		}
