@@ -67,6 +67,9 @@ type AcceptOutcome struct {
 	Stamps   []Stamp
 	Releases []Release
 	Events   []AcceptEvent
+	// Compactions: the reply was an on-demand compaction block; the
+	// daemon stores it first-wins, like a stamp (CompactionOf).
+	Compactions []Compaction
 }
 
 // Accept decides one accept. Errors: ErrUnknownCompile (nil record),
@@ -156,8 +159,33 @@ func Accept(in AcceptInput) (*AcceptOutcome, error) {
 			}
 			out.Stamps = append(out.Stamps, s)
 		}
+		if c, ok := CompactionOf(&acc, reply); ok {
+			out.Compactions = append(out.Compactions, c)
+		}
 	}
 	return out, nil
+}
+
+// CompactionOf returns the Compaction record of a reply that is an on-demand
+// compaction block: the reply is that one block, signed, and answers the
+// compile rec. The block replaces exactly the messages of the compaction
+// request (the provider's compaction-on-demand page: the API summarizes
+// every message in the request; the host replaces the messages it sent with
+// the returned message), so it stands for rec's chain as sent. Nothing when
+// rec's target does not bind: kept thinking stays valid only if every
+// compaction since it was minted ran on a model with preserved thinking,
+// and bindery vouches only for the models it knows run the check. Nothing
+// either when rec does not say which role its last message had (a record
+// stored before LastRole existed).
+func CompactionOf(rec *CompileRecord, reply *Message) (Compaction, bool) {
+	if rec == nil || reply == nil || !rec.Binds || rec.LastRole == "" || len(reply.Blocks) != 1 {
+		return Compaction{}, false
+	}
+	b := &reply.Blocks[0]
+	if b.Kind != KindCompaction || !b.Signed {
+		return Compaction{}, false
+	}
+	return Compaction{Key: b.Digest, Chain: rec.End, Seed: rec.Seed, LastRole: rec.LastRole, Compile: rec.ID}, true
 }
 
 // ParseReply parses an assistant reply in the provider's wire shape

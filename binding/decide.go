@@ -29,6 +29,13 @@ package binding
 //     against the chain before the reply both as the host gave it and as
 //     this compile sends it; qualifying compiles must agree on seed, sent
 //     chain, last block read and model, else stamp-skipped.
+//   - On-demand compaction (research 6 over binding.md's restart, see
+//     keptChains): a block after a compaction block is valid by the chain
+//     that restarts at the block (thinking minted with the block in place)
+//     or, for a kept turn, by the recorded chain of the messages the block
+//     replaced (thinking minted before the swap), the latter only with a
+//     Compaction record, in the documented shape, and under that record's
+//     seed.
 //   - cache.firstChange: "system" when the seed (system or tools) differs;
 //     a position inside the owner's request otherwise; "" when this request
 //     only appends to the owner's (a block appended to the owner's last
@@ -41,7 +48,9 @@ package binding
 //   - Remembered: the branch's remembered compiles (Retain bounds them), for
 //     attribution by prefix; accepted ones included;
 //   - Owner: the branch's last accepted compile, for cache.firstChange;
-//   - Engaged: the conversation's engagement (or its parent's, for a fork).
+//   - Engaged: the conversation's engagement (or its parent's, for a fork);
+//   - Compactions: the records for CompactionKeys(Request) (a missing key
+//     means bindery cannot vouch for the block: the chain restarts there).
 type CompileInput struct {
 	ID           string // the compile id the daemon chose
 	Conversation string
@@ -53,11 +62,12 @@ type CompileInput struct {
 	DryRun        bool
 	Engaged       bool
 
-	Stamps     map[Digest]Stamp
-	Released   map[Digest]bool
-	Remembered []*CompileRecord
-	Owner      *CompileRecord
-	Models     *ModelTable // nil: DefaultModelTable()
+	Stamps      map[Digest]Stamp
+	Released    map[Digest]bool
+	Remembered  []*CompileRecord
+	Owner       *CompileRecord
+	Models      *ModelTable // nil: DefaultModelTable()
+	Compactions map[Digest]Compaction
 }
 
 // Strip is one thinking block the compile removes, at its position in the
@@ -159,6 +169,46 @@ func StampKeys(r *Request) []Digest {
 	return keys
 }
 
+// CompactionKeys lists the compaction records a compile may use: the key of
+// a signed compaction block that is the only block of the first message
+// (where an on-demand block goes). Empty for any other request.
+func CompactionKeys(r *Request) []Digest {
+	if m := swapMessage(r); m != nil {
+		return []Digest{m.Blocks[0].Digest}
+	}
+	return nil
+}
+
+// assistantFrame is Message.Frame of an assistant message with array content
+// and no other field: the shape of the message a compaction request returns.
+var assistantFrame = func() Digest {
+	r, err := ParseRequest([]byte(`{"messages":[{"role":"assistant","content":[]}]}`))
+	if err != nil {
+		panic("binding: assistantFrame: " + err.Error())
+	}
+	return r.Messages[0].Frame
+}()
+
+// swapMessage returns the request's first message when it is an on-demand
+// compaction swapped in as documented: the returned assistant message, sent
+// unchanged (role and content only), its one block a signed compaction
+// block. nil otherwise. Decision: the provider also takes the block as the
+// first block of a longer first message; bindery does not vouch for that
+// shape (the chain restarts there, which is safe).
+func swapMessage(r *Request) *Message {
+	if r == nil || len(r.Messages) == 0 {
+		return nil
+	}
+	m := &r.Messages[0]
+	if m.Role != "assistant" || m.Frame != assistantFrame || len(m.Blocks) != 1 {
+		return nil
+	}
+	if b := &m.Blocks[0]; b.Kind != KindCompaction || !b.Signed {
+		return nil
+	}
+	return m
+}
+
 func isThinking(k BlockKind) bool { return k == KindThinking || k == KindRedacted }
 
 // tblock is one thinking block of the request being decided.
@@ -171,6 +221,8 @@ type tblock struct {
 	hostPrev Digest // assumed predecessor without a stamp (see verdicts)
 
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
+	kept0      Digest // chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
+	hasKept0   bool
 	reason     Reason // "" while valid
 	pred       Digest
 	stamped    bool
@@ -422,6 +474,92 @@ func (d *decider) attributeMessage(from, to int) {
 	}
 }
 
+// keptChains gives the thinking blocks after an on-demand compaction block
+// their second chain: the chain as sent with the block expanded to the
+// messages it replaced (Compaction.Chain), which is what a kept turn's stamp
+// was minted under. binding.md restarts the chain at every compaction block;
+// the provider accepts the swap for kept turns (preserved-thinking.md 6,
+// scenario 36; the provider's compaction-thinking-blocks page), so a block
+// whose stamp matches this chain is as valid as one matching the restarted
+// chain (thinking minted with the block in place). Only when all hold
+// (the page's conditions, read conservatively):
+//   - the block is in the documented shape (swapMessage) and bindery
+//     recorded it when it accepted the compaction request (an unknown block
+//     keeps the restart: bindery cannot say what it replaced);
+//   - the first message sent after it has a role other than the last
+//     replaced message's and is not role "system" (else the API merges it
+//     into the summarized messages);
+//   - the stamp's seed is the compaction request's (system and tools the
+//     same on the compaction request as on the requests that minted the
+//     kept thinking); the request's own seed is then checked as for any
+//     block (seed-changed, not a release).
+//
+// The record's chain is its compile's chain as sent, itself restarted at any
+// earlier compaction block, so a turn kept through two compactions matches
+// only if it was minted after the first (decision: stripped otherwise, safe).
+// The compaction request's model must bind (Accept records nothing else).
+// Only blocks that need it get the second chain: it costs one step per
+// message up to the last of them.
+func (d *decider) keptChains() {
+	for i := range d.tb {
+		d.tb[i].hasKept0 = false
+	}
+	m := swapMessage(d.req)
+	if m == nil || len(d.in.Compactions) == 0 {
+		return
+	}
+	c, ok := d.in.Compactions[m.Blocks[0].Digest]
+	if !ok {
+		return
+	}
+	msgs := d.req.Messages
+	first := 1
+	for first < len(msgs) && d.dropped[first] {
+		first++
+	}
+	if first >= len(msgs) || msgs[first].Role == c.LastRole || msgs[first].Role == "system" {
+		return
+	}
+	last := -1
+	for i := range d.tb {
+		t := &d.tb[i]
+		if !t.signed || t.dup {
+			continue
+		}
+		if st, ok := d.stamp(t.key); ok && st.Chain != t.chain && st.Seed == c.Seed {
+			last = i
+		}
+	}
+	if last < 0 {
+		return
+	}
+	h := c.Chain
+	ti := 0
+	for i := first; i < len(msgs) && ti <= last; i++ {
+		if d.dropped[i] {
+			for ti < len(d.tb) && d.tb[ti].msg == i {
+				ti++
+			}
+			continue
+		}
+		for ti < len(d.tb) && d.tb[ti].msg < i {
+			ti++
+		}
+		start := ti
+		h = msgs[i].StepFrom(h, func(j int, before Digest) {
+			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
+				if d.tb[k].blk == j {
+					st, ok := d.stamp(d.tb[k].key)
+					d.tb[k].kept0, d.tb[k].hasKept0 = before, ok && st.Seed == c.Seed
+				}
+			}
+		})
+		for ti < len(d.tb) && d.tb[ti].msg == i {
+			ti++
+		}
+	}
+}
+
 // verdicts gives every thinking block its individual verdict (binding.md
 // steps 1 to 7).
 //
@@ -434,6 +572,7 @@ func (d *decider) attributeMessage(from, to int) {
 // minted while the older one was stripped, which the provider refuses; the
 // other way only costs retention.
 func (d *decider) verdicts() {
+	d.keptChains()
 	var prev Digest
 	for i := range d.tb {
 		t := &d.tb[i]
@@ -461,7 +600,7 @@ func (d *decider) verdicts() {
 			t.reason = ReasonModelUnreadable
 		case !d.models.Binds(st.Model):
 			t.reason = ReasonModelUnbound
-		case st.Chain != t.chain:
+		case st.Chain != t.chain && (!t.hasKept0 || st.Chain != t.kept0):
 			t.reason = ReasonPrefixChanged
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
@@ -589,6 +728,12 @@ func (d *decider) finish(out *Compiled) {
 		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
 		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
 		Seed: d.req.Seed, End: d.end,
+	}
+	for i := len(d.req.Messages) - 1; i >= 0; i-- {
+		if !d.dropped[i] {
+			rec.LastRole = d.req.Messages[i].Role
+			break
+		}
 	}
 	keptAt := make(map[Pos]int, len(d.tb))
 	for i := range d.tb {

@@ -543,6 +543,12 @@ func (p *Parser) content() error {
 			} else {
 				b.Digest = p.digest(hdr, kindBlock)
 			}
+			if b.Kind == KindCompaction {
+				// An on-demand block is signed; a threshold block was seen
+				// unsigned (research 6). Only a signed one can stand for
+				// the messages it replaced (Compaction).
+				_, b.Signed = p.blockKey(w.sig)
+			}
 		}
 		c.mem = c.mem[:base]
 		c.out = c.out[:hdr]

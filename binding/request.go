@@ -18,7 +18,7 @@ const (
 	KindOther      BlockKind = iota // anything that is not thinking: part of the chain
 	KindThinking                    // "thinking": outside the chain, bound by its signature
 	KindRedacted                    // "redacted_thinking": outside the chain, bound by its data
-	KindCompaction                  // "compaction": in the chain, and the chain restarts at it
+	KindCompaction                  // "compaction": in the chain, and the chain restarts at it (see Compaction for the kept turns after it)
 )
 
 // Span is a half-open byte range [Start, End) of the request body.
@@ -31,7 +31,7 @@ type Block struct {
 	Digest Digest // canonical digest of the block (cache_control markers excluded); zero for thinking
 	Chain  Digest // chain(b): the message chain just before this block (for a compaction block: before the reset)
 	Key    Digest // thinking: SHA-256 of signature; redacted: SHA-256 of data; zero otherwise
-	Signed bool   // thinking with a non-empty signature, or redacted with non-empty data
+	Signed bool   // thinking with a non-empty signature, redacted with non-empty data, or compaction with a non-empty signature
 	Tokens int    // estimated tokens of the block (for reports)
 }
 

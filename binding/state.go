@@ -81,6 +81,23 @@ const (
 	ReleaseHost     = "host"     // a 400 naming messages.N.content.M, via /v1/release
 )
 
+// Compaction is bindery's record of an on-demand compaction block
+// (preserved-thinking.md 6, "Compaction"; the provider's page
+// compaction-thinking-blocks): the block a compaction request returns, which
+// the host then sends as the first message in place of exactly the messages
+// of that request. The provider accepts the swap for the thinking of the
+// turns kept after it, so bindery must know what the block stands for: the
+// compaction request's message chain as sent. Recorded at the accept of the
+// compaction request's compile (the reply is the block), keyed by the
+// block's canonical digest, first-wins and never changed, like a stamp.
+type Compaction struct {
+	Key      Digest // Block.Digest of the compaction block (its content and signature; cache_control excluded)
+	Chain    Digest // the compaction request's message chain as sent (its compile's End): what the block replaced
+	Seed     Digest // the compaction request's seed: kept thinking holds only if it was minted under the same one
+	LastRole string // role of the last message replaced: the first kept message must differ (else the API merges them)
+	Compile  string // the compile whose reply the block was
+}
+
 // KeptBlock is a thinking block a compile sent, in request order.
 type KeptBlock struct {
 	Key        Digest
@@ -132,6 +149,7 @@ type CompileRecord struct {
 
 	Seed     Digest        // the request's seed
 	End      Digest        // message chain at the end of what was sent
+	LastRole string        // role of the last message sent ("" when none): what an on-demand compaction of this request ends on
 	LastRead Digest        // key of the last thinking block the target read (zero: none); at accept, provider drops are subtracted
 	Kept     []KeptBlock   // thinking blocks sent, in order
 	Sent     []SentMessage // messages sent, in order

@@ -723,6 +723,26 @@ func (j *Judge) Compaction(body []byte, upto int, summary string) (map[string]an
 	return map[string]any{"type": "compaction", "content": summary, "signature": j.seal(rec)}, nil
 }
 
+// Compact answers an on-demand compaction request (the request's every
+// message is summarized, provider page compaction-on-demand): the request is
+// judged like any other (its thinking is checked), and on a 200 the reply is
+// the returned assistant message holding one signed compaction block that
+// stands for every message of the request as sent.
+func (j *Judge) Compact(call Call, summary string) Result {
+	res, p := j.judge(call)
+	if res.Status != 200 {
+		return res
+	}
+	rec := record{Kind: "compaction", Covers: p.end, Content: digestOf("judge/compaction", summary)}
+	raw, err := json.Marshal(map[string]any{"role": "assistant", "content": []any{
+		map[string]any{"type": "compaction", "content": summary, "signature": j.seal(rec)}}})
+	if err != nil {
+		panic(fmt.Sprintf("judge: compaction reply does not marshal: %v", err))
+	}
+	res.Reply = raw
+	return res
+}
+
 // BlockFacts are the judge's individual facts about one thinking block,
 // independent of the run it sits in and of the request's mode.
 type BlockFacts struct {
