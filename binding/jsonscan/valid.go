@@ -144,41 +144,41 @@ func validNumber(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
-	if i >= len(b) {
-		return i, false
-	}
 	switch {
+	case i >= len(b):
+		return i, false
 	case b[i] == '0':
 		i++
 	case b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digitsEnd(b, i)
 	default:
 		return i, false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		j := digitsEnd(b, i+1)
+		if j == i+1 {
+			return j, false
 		}
-		if i == start {
-			return i, false
-		}
+		i = j
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		j := digitsEnd(b, i)
+		if j == i {
+			return j, false
 		}
-		if i == start {
-			return i, false
-		}
+		i = j
 	}
 	return i, true
+}
+
+// digitsEnd returns the index past the run of decimal digits at b[i].
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
