@@ -64,14 +64,17 @@ func (c *Client) init() error {
 }
 
 // Do sends a request to path (e.g. "/v1/sessions") with an optional JSON
-// body and decodes a 2xx answer into out (when non-nil). A non-2xx answer
+// body (a json.RawMessage is sent as given, anything else through
+// json.Marshal) and decodes a 2xx answer into out (when non-nil). A non-2xx answer
 // is returned as *Error; a daemon that is not there as *NotRunningError.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
 	if err := c.init(); err != nil {
 		return err
 	}
 	var rd io.Reader
-	if body != nil {
+	if raw, ok := body.(json.RawMessage); ok {
+		rd = bytes.NewReader(raw) // already encoded: sent as given
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("%s %s: encode body: %w", method, path, err)

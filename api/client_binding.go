@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,12 +15,44 @@ import (
 )
 
 // Compile is POST /v1/compile.
+//
+// The request goes out as the caller's bytes, spliced into the call:
+// json.Marshal would compact a json.RawMessage and escape <, > and & in it
+// as \u003c, \u003e and \u0026, and the daemon answers with the bytes it
+// was given, so an unstripped request would no longer come back byte for
+// byte as the host wrote it (api.md).
 func (c *Client) Compile(ctx context.Context, call *CompileCall) (*CompileAnswer, error) {
+	body, err := compileBody(call)
+	if err != nil {
+		return nil, fmt.Errorf("POST /v1/compile: encode body: %w", err)
+	}
 	var ans CompileAnswer
-	if err := c.Do(ctx, http.MethodPost, "/v1/compile", call, &ans); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/v1/compile", body, &ans); err != nil {
 		return nil, err
 	}
 	return &ans, nil
+}
+
+// compileBody encodes call with its Request copied in verbatim.
+func compileBody(call *CompileCall) (json.RawMessage, error) {
+	head := *call
+	head.Request = nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	if len(call.Request) == 0 {
+		return b, nil
+	}
+	// Request is CompileCall's last field, so a nil one ends the object.
+	const null = `"request":null}`
+	if !bytes.HasSuffix(b, []byte(null)) {
+		return nil, fmt.Errorf("compile call does not end with %s", null)
+	}
+	out := make([]byte, 0, len(b)+len(call.Request))
+	out = append(out, b[:len(b)-len("null}")]...)
+	out = append(out, call.Request...)
+	return append(out, '}'), nil
 }
 
 // Accept is POST /v1/accept.

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// echoBinder answers every compile with the request it was given, as the
+// daemon does when it strips nothing.
+type echoBinder struct{ got []byte }
+
+func (e *echoBinder) Compile(_ context.Context, call *CompileCall) (*CompileAnswer, error) {
+	e.got = bytes.Clone(call.Request)
+	return &CompileAnswer{CompilePlan: CompilePlan{CompileID: "c_1", Bound: true, Strips: []Strip{}, DroppedMessages: []string{}},
+		Request: call.Request}, nil
+}
+func (*echoBinder) Accept(context.Context, *AcceptCall) (*AcceptAnswer, error) {
+	return &AcceptAnswer{}, nil
+}
+func (*echoBinder) Release(context.Context, *ReleaseCall) (*ReleaseAnswer, error) {
+	return &ReleaseAnswer{}, nil
+}
+func (*echoBinder) Conversation(context.Context, string) (*ConversationState, error) {
+	return &ConversationState{}, nil
+}
+
+// A request goes through the Go client byte for byte. pi's compaction
+// summaries hold "<summary>" and its tool results "&" and "<"; json.Marshal
+// of a RawMessage escaped them (\u003c) and compacted the whitespace, so the
+// CLI's --out differed from the request it read even when nothing was
+// stripped (seen on pi's before-compaction fixture).
+func TestClientCompileSendsRequestVerbatim(t *testing.T) {
+	s, _ := testServer()
+	eb := &echoBinder{}
+	s.Binder = eb
+	c := NewClient(serveUnix(t, s, selfPeer))
+	req := []byte("{\"model\": \"claude-opus-4-5\",\n \"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":" +
+		"\"The conversation history before this point was compacted into the following summary:\\n\\n<summary>\\nA & B > C\\n</summary>\"," +
+		"\"cache_control\":{\"type\":\"ephemeral\"}}]}], \"max_tokens\":32000,\"stream\":true}")
+	ans, err := c.Compile(context.Background(), &CompileCall{Conversation: "ffae836b", Branch: "v1:999", Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(eb.got, req) {
+		t.Errorf("daemon got\n%s\nwant\n%s", eb.got, req)
+	}
+	if !bytes.Equal(ans.Request, req) {
+		t.Errorf("answer\n%s\nwant\n%s", ans.Request, req)
+	}
+
+	// The rest of the call still arrives.
+	body, err := compileBody(&CompileCall{Conversation: "a<b", DryRun: true, Request: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back CompileCall
+	if err := json.Unmarshal(body, &back); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if back.Conversation != "a<b" || !back.DryRun {
+		t.Errorf("call fields lost: %+v", back)
+	}
+}
