@@ -8,6 +8,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
 )
 
 // piIndex writes a pi session's entries into the index the way the
@@ -172,5 +173,19 @@ func TestConversationPiBranchesAreTreeBranches(t *testing.T) {
 	if plain.SessionTree || plain.CompileLeaves != nil || len(plain.Branches) != 2 ||
 		plain.Branches[0] != (api.BranchState{Branch: "main", Unaccepted: 2}) || plain.Branches[1] != (api.BranchState{Branch: "other", Unaccepted: 1}) {
 		t.Fatalf("plain conversation: %+v", plain)
+	}
+}
+
+// dbBatch keeps pi's whole usage.cost: the split goes to the index with
+// the total (schema version 4), so the report need not read the file.
+func TestDBBatchKeepsCostSplit(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	n := func(v int64) *int64 { return &v }
+	wb := watcher.Batch{Kind: watcher.Grew, Path: "/s.jsonl", Entries: []watcher.Entry{{Type: "message", ID: "a1", Role: "assistant",
+		Usage: &watcher.Usage{Input: n(3), Output: n(120), Cost: &watcher.Cost{Input: f(0.00001), Output: f(0.003), CacheRead: f(0.0102), CacheWrite: f(0.0019), Total: f(0.01521)}}}}}
+	u := dbBatch(wb).Entries[0].Usage
+	if u.CostTotal == nil || u.CostInput == nil || u.CostOutput == nil || u.CostCacheRead == nil || u.CostCacheWrite == nil ||
+		*u.CostTotal != 0.01521 || *u.CostInput != 0.00001 || *u.CostOutput != 0.003 || *u.CostCacheRead != 0.0102 || *u.CostCacheWrite != 0.0019 || *u.Input != 3 {
+		t.Errorf("usage %+v", u)
 	}
 }

@@ -150,8 +150,9 @@ func dbBatch(b watcher.Batch) db.Batch {
 		}
 		if u := e.Usage; u != nil {
 			de.Usage = db.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
-			if u.Cost != nil {
-				de.Usage.CostTotal = u.Cost.Total
+			if c := u.Cost; c != nil {
+				de.Usage.CostTotal, de.Usage.CostInput, de.Usage.CostOutput = c.Total, c.Input, c.Output
+				de.Usage.CostCacheRead, de.Usage.CostCacheWrite = c.CacheRead, c.CacheWrite
 			}
 		}
 		if len(e.Thinking) > 0 {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -241,7 +242,8 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 		return report.Session{}, err
 	}
 	entries := Entries(rows)
-	if !src.removed {
+	if !src.removed && slices.ContainsFunc(entries, costSplitMissing) {
+		// Rows ingested before schema version 4 carry only cost.total.
 		if err := CostsFromFile(src.path, src.version, entries); err != nil {
 			r.log.Debug("report: pi's cost split unavailable; using cost.total", "session", src.id, "err", err)
 		}
@@ -252,13 +254,27 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 // maxCostLine bounds the assistant lines read back for their cost.
 const maxCostLine = 16 << 20
 
-// CostsFromFile fills in pi's full usage.cost (input, output, cacheRead,
-// cacheWrite) of the assistant entries, which the index keeps only as
-// cost.total, by reading each assistant line back from the session file at
-// its recorded offset. The file is only read. A line that no longer parses
-// as the same assistant entry (the file was rewritten since it was
-// ingested) keeps its total; so does every entry when the file cannot be
-// opened, which is then the error returned.
+// costSplitMissing: an assistant entry with pi's cost.total but none of
+// its split, which is how the index holds rows ingested before schema
+// version 4 (and entries pi wrote without the split: reading those back
+// finds nothing more, and costs only that read).
+func costSplitMissing(e watcher.Entry) bool {
+	if e.Role != "assistant" || e.Usage == nil || e.Usage.Cost == nil {
+		return false
+	}
+	c := e.Usage.Cost
+	return c.Total != nil && c.Input == nil && c.Output == nil && c.CacheRead == nil && c.CacheWrite == nil
+}
+
+// CostsFromFile is the fallback for rows ingested before schema version 4,
+// which the index keeps with cost.total only: it fills in pi's full
+// usage.cost (input, output, cacheRead, cacheWrite) of those assistant
+// entries by reading each one's line back from the session file at its
+// recorded offset. Entries that already have the split (ingested since)
+// are not read. The file is only read. A line that no longer parses as the
+// same assistant entry (the file was rewritten since it was ingested)
+// keeps its total; so does every entry when the file cannot be opened,
+// which is then the error returned.
 func CostsFromFile(path string, version int, entries []watcher.Entry) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -268,7 +284,7 @@ func CostsFromFile(path string, version int, entries []watcher.Entry) error {
 	var buf []byte
 	for i := range entries {
 		e := &entries[i]
-		if e.Role != "assistant" || e.Usage == nil || e.Usage.Cost == nil || e.Length <= 0 || e.Length > maxCostLine {
+		if !costSplitMissing(*e) || e.Length <= 0 || e.Length > maxCostLine {
 			continue
 		}
 		if cap(buf) < e.Length {
@@ -295,8 +311,9 @@ func CostsFromFile(path string, version int, entries []watcher.Entry) error {
 }
 
 // Entries converts the index's rows to the watcher's entry shape the
-// report reads. The index keeps pi's cost.total only, so Cost has Total
-// alone until CostsFromFile fills in the split.
+// report reads, with pi's cost split as the index holds it (rows ingested
+// before schema version 4 have Total alone, until CostsFromFile fills in
+// the split).
 func Entries(rows []db.Entry) []watcher.Entry {
 	out := make([]watcher.Entry, len(rows))
 	for i := range rows {
@@ -308,10 +325,12 @@ func Entries(rows []db.Entry) []watcher.Entry {
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
 		}
 		u := e.Usage
-		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil {
+		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil ||
+			u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
 			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
-			if u.CostTotal != nil {
-				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal}
+			if u.CostTotal != nil || u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
+				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal, Input: u.CostInput, Output: u.CostOutput,
+					CacheRead: u.CostCacheRead, CacheWrite: u.CostCacheWrite}
 			}
 		}
 		if len(e.Thinking) > 0 {
