@@ -189,6 +189,21 @@ CREATE TABLE releases (
     UNIQUE (conversation, branch, key)
 );
 
+-- compactions: on-demand compaction blocks bindery vouches for
+-- (binding.Compaction; migration 005): keyed by the block's canonical digest,
+-- first-wins. chain: the compaction request's message chain as sent (what
+-- the block replaced); seed: its system + tools; last_role: the role of the
+-- last message it replaced.
+CREATE TABLE compactions (
+    key          BLOB    PRIMARY KEY,
+    chain        BLOB    NOT NULL,
+    seed         BLOB    NOT NULL,
+    last_role    TEXT    NOT NULL,
+    compile      TEXT    NOT NULL,
+    conversation TEXT    NOT NULL,
+    created_ms   INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- report_summaries: bindery report's per-session summary cache (migration
 -- 003). One row per session file: its summary (JSON) and the stamp it is
 -- valid under (ingest progress, compile events, price table, format).

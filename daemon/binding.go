@@ -440,10 +440,17 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 	if err != nil {
 		return nil, err
 	}
+	var compactions map[binding.Digest]binding.Compaction
+	if ck := binding.CompactionKeys(req); len(ck) > 0 {
+		if compactions, err = b.db.Compactions(ctx, ck); err != nil {
+			return nil, err
+		}
+	}
 	compiled, err := binding.Compile(binding.CompileInput{
 		ID: id, Conversation: call.Conversation, Branch: call.Branch, Seq: seq,
 		Request: req, BindsThinking: call.BindsThinking, DryRun: call.DryRun, Engaged: engaged,
 		Stamps: stamps, Released: released, Remembered: remembered, Owner: owner, Models: b.models,
+		Compactions: compactions,
 	})
 	if err != nil {
 		return nil, api.Errorf(api.CodeBadRequest, "compile: %v", err)
@@ -951,6 +958,9 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 			return err
 		}
 		if _, err := linkStamps(ctx, tx, c.id, stamped); err != nil {
+			return err
+		}
+		if _, err := db.InsertCompactions(ctx, tx, c.id, out.Compactions, now); err != nil {
 			return err
 		}
 		var rrows []db.ReleaseRow

@@ -13,8 +13,9 @@ import (
 // record is about a third of its JSON, and every byte of it is fsynced on
 // the compile's path. recordFormat leads the blob; a blob starting with
 // '{' is an older JSON record. TestRecordCodecCoversEveryField fails when
-// binding.CompileRecord gains a field this codec does not carry.
-const recordFormat = 1
+// binding.CompileRecord gains a field this codec does not carry. Format 2
+// is format 1 followed by LastRole; format 1 blobs still read (LastRole "").
+const recordFormat = 2
 
 func encodeRecord(r *binding.CompileRecord) []byte {
 	b := make([]byte, 0, 160+len(r.Kept)*48+len(r.Sent)*32+len(r.Strips)*80)
@@ -67,7 +68,7 @@ func encodeRecord(r *binding.CompileRecord) []byte {
 		b = binary.AppendVarint(b, int64(s.Message))
 		b = binary.AppendVarint(b, s.Seq)
 	}
-	return b
+	return appendString(b, r.LastRole)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -144,7 +145,7 @@ func decodeRecord(blob []byte) (*binding.CompileRecord, error) {
 		}
 		return &rec, nil
 	}
-	if len(blob) == 0 || blob[0] != recordFormat {
+	if len(blob) == 0 || (blob[0] != recordFormat && blob[0] != 1) {
 		return nil, fmt.Errorf("compile record in unknown format %d", blob[:min(1, len(blob))])
 	}
 	r := &recordReader{b: blob[1:]}
@@ -189,6 +190,9 @@ func decodeRecord(blob []byte) (*binding.CompileRecord, error) {
 			s.Message = int(r.varint())
 			s.Seq = r.varint()
 		}
+	}
+	if blob[0] >= 2 {
+		rec.LastRole = r.string()
 	}
 	if r.err != nil {
 		return nil, r.err
