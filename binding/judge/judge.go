@@ -177,7 +177,37 @@ type site struct {
 	text  any // the "thinking" field (thinking blocks)
 	chain chain
 	rec   record
-	ok    bool // the signature opened
+	ok    bool      // the signature opened
+	comp  compState // the compaction block in effect before it, if any
+}
+
+// compState is the most recent compaction block of a request walk.
+type compState struct {
+	on     bool
+	key    [32]byte // keyOf its signature
+	rec    record
+	merged bool // the first message after it has the last summarized message's role, or is role "system": the API merges it into the summarized messages
+}
+
+// keptHolds reports whether thinking minted before the compaction block c
+// was swapped in (a kept turn) survives the swap, by the conditions of the
+// provider's compaction-thinking-blocks page: the compaction request ran on
+// a model with preserved thinking (read: one whose blocks carry a
+// conversation record), system and non-deferred tools were the same on it
+// as when the block was minted, and the first kept message was not merged
+// into the summarized ones. Only the most recent compaction is checked
+// (the page counts every one since the block was minted; bindery keeps a
+// block through one compaction only).
+func keptHolds(c compState, r record) bool {
+	return c.rec.Bound && !c.merged && c.rec.System == r.System && c.rec.Tools == r.Tools
+}
+
+// chainOK: the block's message chain holds, including across a compaction.
+func chainOK(s site) bool {
+	if s.rec.Chain != s.chain {
+		return false
+	}
+	return !s.comp.on || s.rec.Under == s.comp.key || keptHolds(s.comp, s.rec)
 }
 
 // parsed is a request walked once.
@@ -190,6 +220,8 @@ type parsed struct {
 	sites    []site
 	end      chain // the chain after every message
 	latest   int   // index of the latest assistant message, -1 if none
+	lastRole string
+	comp     compState // the most recent compaction block
 }
 
 func fail(status int, msg string) Result { return Result{Status: status, Error: msg} }
@@ -356,6 +388,7 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		return nil, &r
 	}
 	c := chainStart()
+	afterComp := false
 	for i, raw := range msgs {
 		m := j.message(raw)
 		if !m.ok {
@@ -365,11 +398,16 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		if m.role == "assistant" {
 			p.latest = i
 		}
+		if afterComp {
+			p.comp.merged = m.role == p.comp.rec.LastRole || m.role == "system"
+			afterComp = false
+		}
+		p.lastRole = m.role
 		c = c.step("msg", m.frame)
 		for k, b := range m.blocks {
 			switch b.kind {
 			case "thinking", "redacted_thinking":
-				s := site{path: Path{i, k}, kind: b.kind, chain: c, text: b.text, sig: b.sig}
+				s := site{path: Path{i, k}, kind: b.kind, chain: c, text: b.text, sig: b.sig, comp: p.comp}
 				s.rec, s.ok = j.open(s.sig)
 				if s.ok && s.rec.Kind != s.kind {
 					s.ok = false
@@ -385,6 +423,8 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 				// The checked prefix restarts here: the block stands for the
 				// exact content it summarized.
 				c = rec.Covers
+				p.comp = compState{on: true, key: keyOf(b.sig), rec: rec}
+				afterComp = true
 			default:
 				c = c.step("block", b.digest)
 			}
@@ -568,7 +608,7 @@ func check(p *parsed, s site, lastRead *[32]byte) Cause {
 		return CauseSystem
 	case s.rec.Tools != p.tools:
 		return CauseTools
-	case s.rec.Chain != s.chain:
+	case !chainOK(s):
 		return CauseMessages
 	case lastRead != nil && (!s.rec.HasPred || s.rec.Pred != *lastRead):
 		// A gap, a reordering, or a block put back in front of one minted
@@ -674,6 +714,9 @@ func (j *Judge) Answer(call Call, reply []ReplyBlock) Result {
 		}
 		rec := record{Kind: b["type"].(string), Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,
 			Chain: c, Pred: pred, HasPred: hasPred, Reply: replyID, Index: idx, Count: count}
+		if p.comp.on {
+			rec.Under = p.comp.key
+		}
 		if rec.Kind == "thinking" {
 			t := b["thinking"].(string)
 			rec.Text, rec.TextEmpty = textDigest(t), t == ""
@@ -719,7 +762,7 @@ func (j *Judge) Compaction(body []byte, upto int, summary string) (map[string]an
 	if early != nil {
 		return nil, fmt.Errorf("compaction: %s", early.Error)
 	}
-	rec := record{Kind: "compaction", Covers: p.end, Content: digestOf("judge/compaction", summary)}
+	rec := compactionRecord(p, summary)
 	return map[string]any{"type": "compaction", "content": summary, "signature": j.seal(rec)}, nil
 }
 
@@ -733,7 +776,7 @@ func (j *Judge) Compact(call Call, summary string) Result {
 	if res.Status != 200 {
 		return res
 	}
-	rec := record{Kind: "compaction", Covers: p.end, Content: digestOf("judge/compaction", summary)}
+	rec := compactionRecord(p, summary)
 	raw, err := json.Marshal(map[string]any{"role": "assistant", "content": []any{
 		map[string]any{"type": "compaction", "content": summary, "signature": j.seal(rec)}}})
 	if err != nil {
@@ -741,6 +784,14 @@ func (j *Judge) Compact(call Call, summary string) Result {
 	}
 	res.Reply = raw
 	return res
+}
+
+// compactionRecord is what a compaction block minted for the request p
+// carries: the chain it stands for, and what the kept turns' conditions
+// need (the request's model, system, tools and last message's role).
+func compactionRecord(p *parsed, summary string) record {
+	return record{Kind: "compaction", Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,
+		Covers: p.end, Content: digestOf("judge/compaction", summary), LastRole: p.lastRole}
 }
 
 // BlockFacts are the judge's individual facts about one thinking block,
@@ -782,7 +833,7 @@ func (j *Judge) Facts(body []byte) ([]BlockFacts, error) {
 			f.Minter = s.rec.Model
 			f.Readable = j.reading.reads(p.model, models[s.rec.Model])
 			f.Bound = s.rec.Bound
-			f.SystemOK, f.ToolsOK, f.MessageOK = s.rec.System == p.system, s.rec.Tools == p.tools, s.rec.Chain == s.chain
+			f.SystemOK, f.ToolsOK, f.MessageOK = s.rec.System == p.system, s.rec.Tools == p.tools, chainOK(s)
 			f.Pred, f.HasPred = s.rec.Pred, s.rec.HasPred
 			f.Reply, f.Index, f.Count = s.rec.Reply, s.rec.Index, s.rec.Count
 		}

@@ -612,3 +612,78 @@ func TestScenario50Fork(t *testing.T) {
 		}
 	}
 }
+
+// The conditions of the provider's compaction-thinking-blocks page for kept
+// turns: the compaction request on a model with preserved thinking, system
+// and tools unchanged from the minting requests, and a first kept message
+// the API does not merge into the summarized ones. Thinking minted with the
+// block in place is bound to the block and holds whatever the conditions.
+func TestScenario36KeptTurnConditions(t *testing.T) {
+	cases := []struct {
+		name    string
+		compact func(c *conv) map[string]any // mints the block; c.msgs is the history
+		keep    int                          // messages kept after the block (from the end of history)
+	}{
+		{"other system on the compaction request", func(c *conv) map[string]any {
+			sys := c.top["system"]
+			c.top["system"] = "A different system prompt."
+			comp, _ := c.j.Compaction(c.body(), 4, "summary")
+			c.top["system"] = sys
+			return comp
+		}, 5},
+		{"compaction on a model without preserved thinking", func(c *conv) map[string]any {
+			c.top["model"] = "claude-opus-5"
+			comp, _ := c.j.Compaction(c.body(), 4, "summary")
+			c.top["model"] = "claude-fable-5-1"
+			return comp
+		}, 5},
+	}
+	for _, tc := range cases {
+		c := newConv(t, ENF, Documented())
+		fourTurns(c) // messages 0..8
+		comp := tc.compact(c)
+		kept := c.msgs[len(c.msgs)-tc.keep:]
+		c.msgs = append([]any{map[string]any{"role": "assistant", "content": []any{comp}}}, kept...)
+		res := c.send()
+		if res.Status != 400 || !strings.Contains(res.Error, "bound to a different conversation") {
+			t.Fatalf("%s: kept thinking after the swap: %d %q, want the prefix 400", tc.name, res.Status, res.Error)
+		}
+		// Thinking minted with the block in place holds (the kept turns'
+		// thinking stripped first, as a host following the 400 would).
+		for i := 1; i < len(c.msgs); i++ {
+			m := c.msgs[i].(map[string]any)
+			if content, ok := m["content"].([]any); ok && len(content) > 0 && isThinking(content[0].(map[string]any)) {
+				c.removeBlock(i, 0)
+			}
+		}
+		c.turn(think("after the swap"), say("ok"))
+		c.user("more")
+		if res := c.send(); res.Status != 200 || len(res.Read()) != 1 {
+			t.Fatalf("%s: thinking minted after the swap: %d %q", tc.name, res.Status, res.Error)
+		}
+	}
+}
+
+// A first kept message with the last summarized message's role is merged
+// into the summarized messages: the kept thinking fails. Cut one message
+// later, the same history keeps it.
+func TestScenario36FirstKeptRoleMerged(t *testing.T) {
+	for _, upto := range []int{2, 3} {
+		c := newConv(t, ENF, Documented())
+		c.user("q1")
+		c.turn(think("a"), say("1"))
+		c.user("q2")
+		c.user("q2, continued") // two user messages in a row: messages 2 and 3
+		c.turn(think("b"), say("2"))
+		c.user("next") // messages: u0 a1 u2 u3 a4 u5
+		comp, err := c.j.Compaction(c.body(), upto, "summary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.msgs = append([]any{map[string]any{"role": "assistant", "content": []any{comp}}}, c.msgs[upto:]...)
+		res := c.send()
+		if merged := upto == 3; merged != (res.Status == 400) || (!merged && len(res.Read()) != 1) {
+			t.Fatalf("summarized up to %d: %d %q", upto, res.Status, res.Error)
+		}
+	}
+}

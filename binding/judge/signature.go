@@ -27,6 +27,8 @@ type record struct {
 	Count     int      // how many thinking blocks the reply had
 	Covers    chain    // compaction: the chain state it stands for
 	Content   [32]byte // compaction: digest of its content
+	Under     [32]byte // thinking: key of the compaction block in place when it was minted (zero: none)
+	LastRole  string   // compaction: role of the last message it stands for
 }
 
 var sigEncoding = base64.RawURLEncoding.Strict()
@@ -39,6 +41,8 @@ func (r record) encode() []byte {
 	b = append(b, r.Kind...)
 	b = append(b, byte(len(r.Model)))
 	b = append(b, r.Model...)
+	b = append(b, byte(len(r.LastRole)))
+	b = append(b, r.LastRole...)
 	flags := byte(0)
 	if r.Bound {
 		flags |= 1
@@ -50,7 +54,7 @@ func (r record) encode() []byte {
 		flags |= 4
 	}
 	b = append(b, flags)
-	for _, d := range [][32]byte{r.System, r.Tools, r.Chain, r.Pred, r.Text, r.Covers, r.Content} {
+	for _, d := range [][32]byte{r.System, r.Tools, r.Chain, r.Pred, r.Text, r.Covers, r.Content, r.Under} {
 		b = append(b, d[:]...)
 	}
 	b = binary.BigEndian.AppendUint64(b, r.Reply)
@@ -76,12 +80,15 @@ func decodeRecord(b []byte) (record, bool) {
 	if r.Model, ok = str(); !ok {
 		return r, false
 	}
-	if len(b) != 1+7*32+8+4+4 {
+	if r.LastRole, ok = str(); !ok {
+		return r, false
+	}
+	if len(b) != 1+8*32+8+4+4 {
 		return r, false
 	}
 	r.Bound, r.HasPred, r.TextEmpty = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
 	b = b[1:]
-	for _, d := range []*[32]byte{&r.System, &r.Tools, (*[32]byte)(&r.Chain), &r.Pred, &r.Text, (*[32]byte)(&r.Covers), &r.Content} {
+	for _, d := range []*[32]byte{&r.System, &r.Tools, (*[32]byte)(&r.Chain), &r.Pred, &r.Text, (*[32]byte)(&r.Covers), &r.Content, &r.Under} {
 		copy(d[:], b[:32])
 		b = b[32:]
 	}
