@@ -1366,14 +1366,19 @@ func TestJudgedOnDemandCompactionKeepTail(t *testing.T) {
 			if r.Scope != judge.Documented().Scope || r.ThinkingEditAccepted {
 				continue // neither touches compaction; keep the run short
 			}
-			t.Run(mode.behavior+"/"+r.String(), func(t *testing.T) {
-				judgedKeepTail(t, r, mode.behavior, mode.beta)
-			})
+			for _, variant := range []string{"", "heartbeat-compaction"} {
+				t.Run(mode.behavior+"/"+variant+"/"+r.String(), func(t *testing.T) {
+					judgedKeepTail(t, r, mode.behavior, mode.beta, variant)
+				})
+			}
 		}
 	}
 }
 
-func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool) {
+// judgedKeepTail: variant "heartbeat-compaction" sends the compaction
+// request with another system prompt, which breaks the kept turns' thinking
+// (the page's conditions): bindery must strip it, and only it.
+func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool, variant string) {
 	st := newSimStats()
 	s := newSimConv(t, fixedChooser{}, st, 0, r)
 	s.behavior, s.beta = behavior, beta
@@ -1386,9 +1391,11 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool) {
 			// Messages 0..3 (two turns) summarized; turns 3 and 4 kept.
 			full := b.h.msgs
 			b.h.msgs = full[:4]
+			b.h.heartbeat = variant == "heartbeat-compaction"
 			body := s.body(b)
+			b.h.heartbeat = false
 			req, out := s.compile(b, body)
-			if len(out.Strips) != 0 {
+			if len(out.Strips) != 0 && variant == "" {
 				t.Fatalf("compaction request: strips %v", out.Strips)
 			}
 			res := s.j.Compact(judge.Call{Body: out.Rewrite(body, req), Beta: s.beta}, "Summary of turns 1 and 2.")
@@ -1405,8 +1412,12 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool) {
 		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
 		body := s.body(b)
 		req, out := s.compile(b, body)
-		if turn >= 5 && len(out.Strips) != 0 {
-			t.Fatalf("turn %d: strips %v after the swap, want none", turn, out.Strips)
+		wantStrips := 0
+		if variant == "heartbeat-compaction" {
+			wantStrips = 2 // the kept turns' thinking: prefix-changed, then released (the provider refuses it from now on)
+		}
+		if turn >= 5 && len(out.Strips) != wantStrips {
+			t.Fatalf("turn %d: strips %v after the swap, want %d", turn, out.Strips, wantStrips)
 		}
 		res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req), Beta: s.beta}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
 		if res.Status != 200 {
@@ -1415,8 +1426,12 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool) {
 		if len(res.Transformations) != 0 {
 			t.Fatalf("turn %d: provider transformations %v", turn, res.Transformations)
 		}
-		if turn >= 5 && len(res.Read()) != turn-3 {
-			t.Fatalf("turn %d: the model read %d thinking blocks, want %d (kept turns 3, 4 and every later one)", turn, len(res.Read()), turn-3)
+		wantRead := turn - 3 // kept turns 3, 4 and every later one
+		if variant == "heartbeat-compaction" {
+			wantRead = turn - 5 // only those minted after the swap
+		}
+		if turn >= 5 && len(res.Read()) != wantRead {
+			t.Fatalf("turn %d: the model read %d thinking blocks, want %d", turn, len(res.Read()), wantRead)
 		}
 		s.check(b, body, req, out, res)
 		for kind, n := range st.violations {
