@@ -14,7 +14,10 @@ import (
 // each of its content blocks that is not thinking (kind 2, Block.Digest). A
 // compaction block resets the chain to ChainStart() before it is stepped in:
 // the provider's prefix begins at the most recent compaction block. Thinking
-// and redacted thinking are not stepped. Every input has a fixed length, so
+// and redacted thinking are not stepped. (Thinking minted before an
+// on-demand compaction block was swapped in is checked against a second
+// chain that continues from what the block replaced: see
+// decider.keptChains and Compaction.) Every input has a fixed length, so
 // the step is unambiguous; the version makes a future encoding unable to
 // match old stamps.
 

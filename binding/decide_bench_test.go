@@ -142,3 +142,56 @@ func BenchmarkCompileGrowing(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompileAfterCompaction: the decision on a ~1 MB request whose
+// first two messages were swapped for an on-demand compaction block, every
+// later turn kept (the worst case for keptChains: every thinking block needs
+// the expanded chain), against the same decision on the request before the
+// swap (steady state), in the same run.
+func BenchmarkCompileAfterCompaction(b *testing.B) {
+	body := genRequest(42, 500)
+	orig, err := ParseRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := stampsFor(orig)
+	var top map[string]any
+	if err := json.Unmarshal(body, &top); err != nil {
+		b.Fatal(err)
+	}
+	msgs := top["messages"].([]any)
+	comp := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "compaction", "content": "summary", "signature": "sig"}}}
+	top["messages"] = append([]any{comp}, msgs[2:]...)
+	swappedBody, _ := json.Marshal(top)
+	swapped, err := ParseRequest(swappedBody)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := swapped.Messages[0].Blocks[0].Digest
+	comps := map[Digest]Compaction{key: {Key: key, Chain: orig.Messages[1].End, Seed: orig.Seed, LastRole: orig.Messages[1].Role}}
+	kept := 0
+	for _, m := range swapped.Messages {
+		for _, bl := range m.Blocks {
+			if isThinking(bl.Kind) && bl.Signed {
+				kept++
+			}
+		}
+	}
+	b.Run("decide-only/before-swap", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if c, err := Compile(CompileInput{ID: "c", Request: orig, Engaged: true, Stamps: all}); err != nil || len(c.Strips) != 0 {
+				b.Fatal(err, c.Strips)
+			}
+		}
+	})
+	b.Run("decide-only/after-swap", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := Compile(CompileInput{ID: "c", Request: swapped, Engaged: true, Stamps: all, Compactions: comps})
+			if err != nil || len(c.Strips) != 0 || len(c.Kept) != kept {
+				b.Fatal(err, len(c.Strips), len(c.Kept), kept)
+			}
+		}
+	})
+}
