@@ -114,12 +114,7 @@ type ConversationState struct {
 // that were empty (a session file learned later). It never moves an
 // engagement or a parent once set.
 func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, engaged_compile, engaged_ms, parent_conversation, parent_branch, parent_release, session_file, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET
-			engaged_compile = coalesce(conversations.engaged_compile, excluded.engaged_compile),
-			engaged_ms = coalesce(conversations.engaged_ms, excluded.engaged_ms),
-			session_file = coalesce(excluded.session_file, conversations.session_file)`,
+	_, err := txExec(ctx, tx, sqlUpsertConv,
 		c.ID, nullString(c.EngagedCompile), nullInt(c.EngagedMs), nullString(c.ParentConversation), nullString(c.ParentBranch),
 		c.ParentRelease, nullString(c.SessionFile), c.CreatedMs)
 	if err != nil {
@@ -131,9 +126,7 @@ func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) erro
 // UpsertBranch creates the branch's row if missing and sets its owner when
 // owner is not empty.
 func UpsertBranch(ctx context.Context, tx *sql.Tx, b BranchRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO branches (conversation, branch, owner, parent_conversation, parent_branch, parent_release, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`,
+	_, err := txExec(ctx, tx, sqlUpsertBranch,
 		b.Conversation, b.Branch, nullString(b.Owner), nullString(b.ParentConversation), nullString(b.ParentBranch), b.ParentRelease, b.CreatedMs)
 	if err != nil {
 		return fmt.Errorf("upsert branch %s/%s: %w", b.Conversation, b.Branch, err)
@@ -156,7 +149,7 @@ func NextCompileSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
 // Retention is the daemon's: it picks what to forget from its mirror of
 // the conversation and calls ForgetCompiles in the same transaction.
 func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := txExec(ctx, tx, sqlInsertCompile,
 		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, encodeRecord(rec)); err != nil {
 		return fmt.Errorf("insert compile %s: %w", rec.ID, err)
 	}
@@ -167,7 +160,7 @@ func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, 
 // and what its accept recorded (answered again on a repeat). A compile
 // already accepted, or unknown, is ErrUnknownCompile.
 func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
-	res, err := tx.ExecContext(ctx, `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`,
+	res, err := txExec(ctx, tx, sqlMarkAccepted,
 		acceptedMs, stamped, released, encodeRecord(rec), rec.ID)
 	if err != nil {
 		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
@@ -185,12 +178,12 @@ func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, a
 // ids given, not the conversation's length.
 func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []string) error {
 	for _, id := range nullRecords {
-		if _, err := tx.ExecContext(ctx, `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`, id); err != nil {
+		if _, err := txExec(ctx, tx, sqlNullRecord, id); err != nil {
 			return fmt.Errorf("forget record of %s: %w", id, err)
 		}
 	}
 	for _, id := range forget {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM compiles WHERE id = ?`, id); err != nil {
+		if _, err := txExec(ctx, tx, sqlForgetCompile, id); err != nil {
 			return fmt.Errorf("forget compile %s: %w", id, err)
 		}
 	}
@@ -206,8 +199,7 @@ func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRo
 	if len(stamps) == 0 {
 		return nil, nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
+	stmt, err := txPrepare(ctx, tx, sqlInsertStamp)
 	if err != nil {
 		return nil, fmt.Errorf("insert stamps: %w", err)
 	}
@@ -235,7 +227,7 @@ func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRo
 func LinkStampEntries(ctx context.Context, tx *sql.Tx, entry string, keys []binding.Digest) (int, error) {
 	n := 0
 	for _, k := range keys {
-		res, err := tx.ExecContext(ctx, `UPDATE stamps SET entry = ? WHERE key = ? AND entry IS NULL`, entry, k[:])
+		res, err := txExec(ctx, tx, sqlLinkStampEntry, entry, k[:])
 		if err != nil {
 			return n, fmt.Errorf("link stamp to entry %s: %w", entry, err)
 		}
@@ -251,8 +243,7 @@ func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]Relea
 	if len(rels) == 0 {
 		return nil, nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`)
+	stmt, err := txPrepare(ctx, tx, sqlInsertRelease)
 	if err != nil {
 		return nil, fmt.Errorf("insert releases: %w", err)
 	}
@@ -276,7 +267,7 @@ func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]Relea
 // it as its seq, so "ingested after the release" is entries.seq > seq.
 func IngestHighWater(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM entries`).Scan(&n); err != nil {
+	if err := txQueryRow(ctx, tx, sqlIngestHighWater).Scan(&n); err != nil {
 		return 0, fmt.Errorf("ingest high water: %w", err)
 	}
 	return n, nil
@@ -449,7 +440,7 @@ func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n !=
 // inherits its parent's releases up to it.
 func LastReleaseID(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM releases`).Scan(&n); err != nil {
+	if err := txQueryRow(ctx, tx, sqlLastReleaseID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("last release: %w", err)
 	}
 	return n, nil
@@ -578,10 +569,7 @@ func (d *DB) LastCompileSeq(ctx context.Context) (int64, error) {
 func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys []binding.Digest) (int, error) {
 	n := 0
 	for _, k := range keys {
-		res, err := tx.ExecContext(ctx, `UPDATE stamps SET entry = (SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
-				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 ORDER BY e.seq DESC LIMIT 1)
-			WHERE key = ?1 AND entry IS NULL AND EXISTS (SELECT 1 FROM thinking t JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2)`,
-			k[:], session)
+		res, err := txExec(ctx, tx, sqlLinkStampInSession, k[:], session)
 		if err != nil {
 			return n, fmt.Errorf("link stamps in %s: %w", session, err)
 		}
@@ -594,7 +582,7 @@ func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys [
 // UpdateRecord rewrites a stored compile record (a refusal the host
 // reported marks it refused, so attribution ignores it).
 func UpdateRecord(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`, encodeRecord(rec), rec.ID); err != nil {
+	if _, err := txExec(ctx, tx, sqlUpdateRecord, encodeRecord(rec), rec.ID); err != nil {
 		return fmt.Errorf("update compile %s: %w", rec.ID, err)
 	}
 	return nil

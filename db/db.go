@@ -41,6 +41,7 @@ type DB struct {
 	writer  *sql.DB // one connection: the only one that writes
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
+	hot     hotStmts // stmts.go
 	noSync  bool
 }
 
@@ -106,9 +107,15 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := d.prepareHot(ctx); err != nil {
+		d.stmts.close()
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", readerDSN)
 	if err != nil {
 		d.stmts.close()
+		d.hot.close()
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -136,6 +143,7 @@ func (d *DB) Close() error {
 		errs = append(errs, d.readers.Close())
 	}
 	d.stmts.close()
+	d.hot.close()
 	errs = append(errs, d.writer.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close database %s: %w", d.path, err)
@@ -181,7 +189,7 @@ func (d *DB) write(ctx context.Context, durable bool, fn func(ctx context.Contex
 			}
 		}()
 	}
-	txctx := context.WithoutCancel(ctx)
+	txctx := context.WithValue(context.WithoutCancel(ctx), hotStmtsKey{}, d.hot)
 	tx, err := conn.BeginTx(txctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -41,9 +41,12 @@ func AppendEvent(ctx context.Context, tx *sql.Tx, typ, conversation string, fiel
 	}
 	now := time.Now()
 	ev := Event{Time: now, Type: typ, Conversation: conversation, Fields: raw}
-	err := tx.QueryRowContext(ctx,
-		`INSERT INTO events (time_ms, type, conversation, fields) VALUES (?, ?, ?, ?) RETURNING seq`,
-		now.UnixMilli(), typ, conversation, string(raw)).Scan(&ev.Seq)
+	// Exec and LastInsertId (seq is the rowid), not RETURNING: a query's
+	// row machinery costs more than the insert on every evented write.
+	res, err := txExec(ctx, tx, sqlAppendEvent, now.UnixMilli(), typ, conversation, string(raw))
+	if err == nil {
+		ev.Seq, err = res.LastInsertId()
+	}
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s event: %w", typ, err)
 	}

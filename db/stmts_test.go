@@ -1,0 +1,81 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+)
+
+// A write transaction finds every hot statement prepared on the writer;
+// other SQL, and a context that is not a write's, fall back to preparing
+// per call; both paths write the same rows.
+func TestHotStatements(t *testing.T) {
+	d := mustOpen(t)
+	if len(d.hot) != len(hotWriteSQL) {
+		t.Fatalf("%d hot statements prepared, want %d", len(d.hot), len(hotWriteSQL))
+	}
+	var seqs []int64
+	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		for _, q := range hotWriteSQL {
+			if txStmt(ctx, tx, q) == nil {
+				t.Errorf("not reused in a write: %s", q)
+			}
+		}
+		if txStmt(ctx, tx, `SELECT 1`) != nil {
+			t.Error("a statement that is not hot was found")
+		}
+		if txStmt(context.Background(), tx, sqlAppendEvent) != nil {
+			t.Error("a context without the writer's statements found one")
+		}
+		// the hot path and the fallback, alternately
+		for i, c := range []context.Context{ctx, context.Background(), ctx, context.Background()} {
+			ev, err := AppendEvent(c, tx, "test", "conv", map[string]any{"i": i})
+			if err != nil {
+				return err
+			}
+			seqs = append(seqs, ev.Seq)
+			if err := UpsertConversation(c, tx, ConversationRow{ID: "conv", CreatedMs: int64(i + 1)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("event seqs %v: not consecutive", seqs)
+		}
+	}
+	if n := count(t, d, `SELECT max(seq) FROM events`); int64(n) != seqs[len(seqs)-1] {
+		t.Errorf("last event seq %d, table max %d", seqs[len(seqs)-1], n)
+	}
+	if n := count(t, d, `SELECT count(*) FROM events WHERE type = 'test'`); n != 4 {
+		t.Errorf("%d events written, want 4", n)
+	}
+	if n := count(t, d, `SELECT count(*) FROM conversations`); n != 1 {
+		t.Errorf("%d conversations, want 1", n)
+	}
+	// the statements stay usable across transactions and after a rollback
+	for range 3 {
+		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := AppendEvent(ctx, tx, "test", "conv", nil); err != nil {
+				return err
+			}
+			return sql.ErrNoRows // roll back
+		})
+		if err != sql.ErrNoRows {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		ev, err := AppendEvent(ctx, tx, "test", "conv", nil)
+		if err == nil && ev.Seq <= seqs[len(seqs)-1] {
+			t.Errorf("seq %d after %d", ev.Seq, seqs[len(seqs)-1])
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
