@@ -42,6 +42,7 @@ type AcceptInput struct {
 	Reply           []byte // the reply in the provider's wire shape (optional)
 	Transformations []InputTransformation
 	Stamps          map[Digest]Stamp
+	Models          *ModelTable // nil: DefaultModelTable(); decides which compaction requests bindery vouches for
 }
 
 // AcceptEvent is something an accept logs: a thinking_mismatch_allowed (a
@@ -159,7 +160,11 @@ func Accept(in AcceptInput) (*AcceptOutcome, error) {
 			}
 			out.Stamps = append(out.Stamps, s)
 		}
-		if c, ok := CompactionOf(&acc, reply); ok {
+		models := in.Models
+		if models == nil {
+			models = DefaultModelTable()
+		}
+		if c, ok := CompactionOf(&acc, reply, models); ok {
 			out.Compactions = append(out.Compactions, c)
 		}
 	}
@@ -172,13 +177,16 @@ func Accept(in AcceptInput) (*AcceptOutcome, error) {
 // request (the provider's compaction-on-demand page: the API summarizes
 // every message in the request; the host replaces the messages it sent with
 // the returned message), so it stands for rec's chain as sent. Nothing when
-// rec's target does not bind: kept thinking stays valid only if every
-// compaction since it was minted ran on a model with preserved thinking,
-// and bindery vouches only for the models it knows run the check. Nothing
+// rec's target does not bind, or is a model the table does not know:
+// kept thinking stays valid only if every compaction since it was minted
+// ran on a model with preserved thinking, and bindery vouches only for the
+// models it knows run the check (an unknown model is treated as binding
+// for strips, which is the safe side there; here the safe side is the
+// other one). Nothing
 // either when rec does not say which role its last message had (a record
 // stored before LastRole existed).
-func CompactionOf(rec *CompileRecord, reply *Message) (Compaction, bool) {
-	if rec == nil || reply == nil || !rec.Binds || rec.LastRole == "" || len(reply.Blocks) != 1 {
+func CompactionOf(rec *CompileRecord, reply *Message, models *ModelTable) (Compaction, bool) {
+	if rec == nil || reply == nil || !rec.Binds || !models.Known(rec.Model) || rec.LastRole == "" || len(reply.Blocks) != 1 {
 		return Compaction{}, false
 	}
 	b := &reply.Blocks[0]

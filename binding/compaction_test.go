@@ -263,6 +263,7 @@ func TestAcceptRecordsOnlyOnDemandCompactions(t *testing.T) {
 		{"block with a reply after it (threshold)", "claude-fable-5-1", map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "compaction", "content": "s", "signature": "sig"}, map[string]any{"type": "text", "text": "hi"}}}, 0},
 		{"target does not bind", "claude-sonnet-5", cCompaction("s", "sig"), 0},
+		{"model the table does not know (binding for strips, not vouched for here)", "claude-unknown-9", cCompaction("s", "sig"), 0},
 		{"ordinary reply", "claude-fable-5-1", cReply("sigA", "one"), 0},
 	}
 	for _, tc := range cases {

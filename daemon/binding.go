@@ -918,7 +918,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		trs[i] = binding.InputTransformation{Type: t.Type, Path: t.Path, Reason: t.Reason}
 	}
 	out, err := binding.Accept(binding.AcceptInput{Record: e.rec, Owner: owner, Engaged: c.row.EngagedCompile != "",
-		Reply: call.Reply, Transformations: trs})
+		Reply: call.Reply, Transformations: trs, Models: b.models})
 	if err != nil {
 		switch binding.Code(err) {
 		case "unknown-compile":
