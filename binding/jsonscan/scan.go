@@ -157,6 +157,9 @@ func NextElement(b []byte, i *int) (val int, ok bool) {
 // exactly as encoding/json does, invalid UTF-8 becoming U+FFFD; the error
 // is encoding/json's for a bad escape or a control character.
 func Unescape(raw []byte) (string, error) {
+	if plain(raw) {
+		return string(raw), nil
+	}
 	quoted := make([]byte, 0, len(raw)+2)
 	quoted = append(append(append(quoted, '"'), raw...), '"')
 	var s string
@@ -164,6 +167,17 @@ func Unescape(raw []byte) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+// plain reports whether raw is its own value as a JSON string's contents:
+// no escape, quote or control character, and valid UTF-8.
+func plain(raw []byte) bool {
+	for _, c := range raw {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(raw)
 }
 
 // RuneCount is the number of code points a JSON string's raw bytes stand

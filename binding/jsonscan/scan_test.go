@@ -251,3 +251,19 @@ func FuzzRuneCount(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnescape: Unescape gives encoding/json's value and verdict for any
+// bytes put between quotes.
+func FuzzUnescape(f *testing.F) {
+	f.Add([]byte(`plain`))
+	f.Add([]byte(`a\nb\uD83D\uDE00\u00e9`))
+	f.Add([]byte("\xff\x01\""))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want string
+		wantErr := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &want)
+		got, err := Unescape(raw)
+		if (err != nil) != (wantErr != nil) || got != want && err == nil {
+			t.Fatalf("Unescape(%q) = %q, %v; encoding/json %q, %v", raw, got, err, want, wantErr)
+		}
+	})
+}
