@@ -91,6 +91,9 @@ type Branch struct {
 // Frontier is what is known of a branch's frontiers.
 type Frontier struct {
 	Branch string `json:"branch"` // leaf id
+	// Owner is bindery's owner compile of the branch: the last accepted
+	// compile made at an entry on its path ("" when none).
+	Owner string `json:"owner,omitempty"`
 	// Condense is pi-condense's last context-prune-frontier entry on the
 	// branch, or null.
 	Condense *CondenseFrontier `json:"condense"`

@@ -21,6 +21,7 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
 	b.trees = &d.trees // GET /v1/sessions/{id} and the conversation's branches read the same trees
+	d.binder = b
 	d.ingest.journal = j
 	blog := d.log.With("component", "binding")
 	d.ingest.attribute = func(ctx context.Context, batch db.Batch, ing db.Ingested) error {

@@ -157,6 +157,14 @@ func TestConversationPiBranchesAreTreeBranches(t *testing.T) {
 		if len(leaves) != 10 || leaves["f1"].Releases != 1 || leaves["f1"].Unaccepted != 1 || leaves["*"].Releases != 1 || leaves["u8"].Unaccepted != 1 {
 			t.Errorf("round %d: compile leaves %+v", round, st.CompileLeaves)
 		}
+		// GET /v1/sessions/{id}: each tree branch's frontier names its owner
+		det, err := (&daemon{store: e.db, binder: b}).GetSession(t.Context(), sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(det.Frontier) != 2 || det.Frontier[0] != (api.Frontier{Branch: "a7", Owner: ids[6]}) || det.Frontier[1] != (api.Frontier{Branch: "f1", Owner: ids[2]}) {
+			t.Errorf("round %d: session frontier %+v", round, det.Frontier)
+		}
 	}
 
 	// not a pi session: one branch per name, as before

@@ -71,6 +71,7 @@ type daemon struct {
 	roots   []Root
 	watchOK func() error // the watcher's exit, for health
 	trees   treeCache    // GET /v1/sessions/{id}
+	binder  *Binder      // owners of a session's branches (nil until wired)
 
 	// onShutdown runs after the server stopped accepting and before the
 	// watcher stops (step 3): live feeds close here.

@@ -34,10 +34,16 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 		return api.SessionDetail{}, err
 	}
 	d.trees.put(id, tree)
+	var owners map[string]string
+	if d.binder != nil {
+		if owners, err = d.binder.TreeOwners(ctx, id, tree); err != nil {
+			return api.SessionDetail{}, err
+		}
+	}
 	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{}}
 	for _, b := range tree.Branches() {
 		out.Branches = append(out.Branches, api.Branch{Leaf: b.Leaf, Current: b.Current, Entries: b.Depth, LastActivity: b.Timestamp})
-		f := api.Frontier{Branch: b.Leaf}
+		f := api.Frontier{Branch: b.Leaf, Owner: owners[b.Leaf]}
 		if b.Frontier != nil {
 			f.Condense = &api.CondenseFrontier{Entry: b.Frontier.Entry, Timestamp: b.Frontier.Timestamp, Data: b.Frontier.Data}
 		}

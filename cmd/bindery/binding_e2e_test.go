@@ -535,6 +535,11 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 			t.Fatalf("compile leaf u1: %+v", l)
 		}
 	}
+	det, err := d.client.Session(ctxT(t), sid)
+	if err != nil || len(det.Frontier) != 2 || det.Frontier[0].Branch != "a5" || det.Frontier[0].Owner != fork.CompileID ||
+		det.Frontier[1].Branch != "a6" || det.Frontier[1].Owner != back.CompileID {
+		t.Fatalf("session frontier owners: %+v %v", det.Frontier, err)
+	}
 	out, errOut, code := d.runCLI(ctxT(t), "show", sid)
 	if code != 0 || !strings.Contains(out, "2 branches (session tree leaves; 6 leaves compiled at)") ||
 		!strings.Contains(out, back.CompileID) || !strings.Contains(out, fork.CompileID) || strings.Contains(out, first.CompileID) {
