@@ -10,12 +10,13 @@
 // raw bytes (api: a compile call's request). Strings, nearly all of the
 // bytes, are skipped with bytes.IndexByte from quote to quote.
 //
-// SkipSpace, StringEnd and SkipValue stay in bounds on any input and report
-// text they cannot finish. NextMember and NextElement assume text Valid
-// accepted: on other input they stay in bounds but their answer is
-// unspecified. Keys are compared by their raw bytes: a key spelled with
-// escapes ("\u0074ype") is not unescaped, which no JSON.stringify output
-// needs.
+// Every function stays in bounds on any input. StringEnd and SkipValue
+// report text they cannot finish and validate nothing, so a caller that
+// needs a verdict runs Valid first or validates what it decodes.
+// NextMember and NextElement assume text Valid accepted; on other input
+// their answer is unspecified. They return keys raw (between the quotes,
+// not unescaped): JSON.stringify never escapes a plain key, so callers
+// match them byte for byte.
 package jsonscan
 
 import (
@@ -125,7 +126,11 @@ func NextMember(b []byte, i *int) (key []byte, val int, ok bool) {
 		*i = j
 		return nil, j, false
 	}
-	end, _ := StringEnd(b, j)
+	end, ok := StringEnd(b, j)
+	if !ok { // not valid text: stop in bounds
+		*i = end
+		return nil, end, false
+	}
 	key = b[j+1 : end-1]
 	j = SkipSpace(b, end)
 	if j < len(b) && b[j] == ':' {

@@ -127,6 +127,22 @@ func TestWalk(t *testing.T) {
 	}
 }
 
+func TestWalkersStayInBounds(t *testing.T) {
+	for _, in := range []string{`{"`, `{"a`, `{"a":`, `{"a":"`, `[`, `[1,`, `{`, `,"`, `"`} {
+		b := []byte(in)
+		for start := range len(b) + 1 {
+			i := start
+			if key, v, ok := NextMember(b, &i); i > len(b) || v > len(b) || ok && len(key) > len(b) {
+				t.Errorf("NextMember(%q, %d) = %q, %d, %v, *i=%d", in, start, key, v, ok, i)
+			}
+			i = start
+			if v, _ := NextElement(b, &i); i > len(b) || v > len(b) {
+				t.Errorf("NextElement(%q, %d) = %d, *i=%d", in, start, v, i)
+			}
+		}
+	}
+}
+
 // FuzzWalk checks the walkers against encoding/json's tokenizer on any
 // valid object or array: the same keys (decoded) and the same value bytes,
 // in order.
