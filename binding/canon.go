@@ -456,23 +456,36 @@ func (c *canon) arrayOf(elem objMode) error {
 		if err := c.valueIn(elem); err != nil {
 			return err
 		}
-		c.ws()
-		if c.pos >= len(c.in) {
-			return c.unexpected()
+		more, err := c.afterElement()
+		if err != nil {
+			return err
 		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-			c.out = append(c.out, ',')
-			continue
-		case ']':
-			c.pos++
+		if !more {
 			c.out = append(c.out, ']')
-			c.depth--
 			return nil
 		}
-		return c.unexpected()
+		c.out = append(c.out, ',')
 	}
+}
+
+// afterElement consumes what follows an array element: a ',' (more is
+// true: another element follows) or the closing ']' (the array's depth is
+// left). The caller writes whatever its output needs.
+func (c *canon) afterElement() (more bool, err error) {
+	c.ws()
+	if c.pos >= len(c.in) {
+		return false, c.unexpected()
+	}
+	switch c.in[c.pos] {
+	case ',':
+		c.pos++
+		return true, nil
+	case ']':
+		c.pos++
+		c.depth--
+		return false, nil
+	}
+	return false, c.unexpected()
 }
 
 // Object modes: which members of an object are markers or are watched.

@@ -357,21 +357,14 @@ func (c *canon) markedArray(mode objMode) error {
 		} else {
 			n++
 		}
-		c.ws()
-		if c.pos >= len(c.in) {
-			return c.unexpected()
+		more, err := c.afterElement()
+		if err != nil {
+			return err
 		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-			continue
-		case ']':
-			c.pos++
+		if !more {
 			c.out = append(c.out, ']')
-			c.depth--
 			return nil
 		}
-		return c.unexpected()
 	}
 }
 
@@ -412,20 +405,9 @@ func (p *Parser) messages() error {
 			p.msgs = append(p.msgs, m)
 			p.memoOf = append(p.memoOf, e)
 		}
-		c.ws()
-		if c.pos >= len(c.in) {
-			return c.unexpected()
+		if more, err := c.afterElement(); err != nil || !more {
+			return err
 		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-			continue
-		case ']':
-			c.pos++
-			c.depth--
-			return nil
-		}
-		return c.unexpected()
 	}
 }
 
@@ -553,20 +535,9 @@ func (p *Parser) content() error {
 		c.mem = c.mem[:base]
 		c.out = c.out[:hdr]
 		p.blocks = append(p.blocks, b)
-		c.ws()
-		if c.pos >= len(c.in) {
-			return c.unexpected()
+		if more, err := c.afterElement(); err != nil || !more {
+			return err
 		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-			continue
-		case ']':
-			c.pos++
-			c.depth--
-			return nil
-		}
-		return c.unexpected()
 	}
 }
 
