@@ -23,7 +23,9 @@ type ReportSession struct {
 }
 
 // ReportSessions lists every session, removed ones included (their rows
-// are kept and still count in the archive), most recently active first.
+// are kept and still count in the archive), most recently active first,
+// a tie in last activity going to the file ingested last (the larger
+// files.id).
 func (d *DB) ReportSessions(ctx context.Context) ([]ReportSession, error) {
 	rows, err := d.readers.QueryContext(ctx, `SELECT s.file, s.id, f.path, s.version, s.removed, coalesce(s.last_activity, ''),
 		f.offset, f.lines, f.updated_ms FROM sessions s JOIN files f ON f.id = s.file

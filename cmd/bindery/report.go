@@ -25,7 +25,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
 	fs.StringVar(&session, "session", "", "report one pi session (id) instead of the whole archive")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON (daemon/report.Report)")
-	fs.StringVar(&chart, "chart", "", "also write a chart of cache read/write per request to FILE.svg or FILE.html\n(the --session given, else the most recently active session)")
+	fs.StringVar(&chart, "chart", "", "also write a chart of cache read/write per request to FILE.svg or FILE.html\n(the --session given, else the live session with the latest last activity;\na tie goes to the session whose file bindery ingested last)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: bindery report [--session ID] [--json] [--chart FILE.svg|FILE.html] [--socket PATH]\n")
 		fs.PrintDefaults()
@@ -73,9 +73,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if rep.Scope != "session" {
-		id := latestSession(rep.Sessions)
+		id := rep.Latest
 		if id == "" {
-			return errors.New("report: --chart: no session to chart")
+			return errors.New("report: --chart: no live session to chart (name a removed one with --session)")
 		}
 		var one report.Report
 		if err := c.Report(ctx, id, &one); err != nil {
@@ -94,15 +94,4 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "chart of session %s (%d requests) written to %s\n", rep.Session, len(rep.Requests), chart)
 	return nil
-}
-
-// latestSession is the most recently active session of an archive report.
-func latestSession(lines []report.SessionLine) string {
-	id, last := "", ""
-	for _, l := range lines {
-		if id == "" || l.Last > last {
-			id, last = l.Session, l.Last
-		}
-	}
-	return id
 }

@@ -191,3 +191,65 @@ func reportJSON(t *testing.T, e *e2e, args ...string) report.Report {
 	}
 	return r
 }
+
+// TestReportChartLatest: `report --chart` without --session draws the live
+// session with the latest last activity; a removed session, however
+// recent, is skipped, and a tie goes to the file ingested last.
+func TestReportChartLatest(t *testing.T) {
+	e := newE2E(t)
+	e.serve()
+	start := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
+	a := pisession.Generate(pisession.Options{Seed: 7, Turns: 3, Plain: true, Start: start})
+	// b is a with another id: the same last activity, ingested after a.
+	bID := "0192f0c1-7e2a-7bbb-8ccc-0123456789ab"
+	b := &pisession.Session{ID: bID, Data: bytes.ReplaceAll(a.Data, []byte(a.ID), []byte(bID))}
+	// c is active later than both, and then removed.
+	c := pisession.Generate(pisession.Options{Seed: 8, Turns: 3, Plain: true, Start: start.Add(24 * time.Hour)})
+	listed := func(ids ...string) func() (bool, string) {
+		return func() (bool, string) {
+			m, err := e.sessionsJSON()
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, id := range ids {
+				if m[id].Entries == 0 {
+					return false, fmt.Sprintf("%s not ingested yet: %v", id, m)
+				}
+			}
+			return len(m) == len(ids), fmt.Sprint(len(m), " sessions listed")
+		}
+	}
+	if err := a.WriteFile(filepath.Join(e.sessions, pisession.FileName(start, a.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a ingested", listed(a.ID))
+	if err := b.WriteFile(filepath.Join(e.sessions, pisession.FileName(start, b.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b ingested", listed(a.ID, b.ID))
+	pathC := filepath.Join(e.sessions, pisession.FileName(start.Add(24*time.Hour), c.ID))
+	if err := c.WriteFile(pathC); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "c ingested", listed(a.ID, b.ID, c.ID))
+	if got := reportJSON(t, e).Latest; got != c.ID {
+		t.Fatalf("latest with c live: %q, want c %s", got, c.ID)
+	}
+	if err := os.Remove(pathC); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "c removed", listed(a.ID, b.ID))
+
+	rep := reportJSON(t, e)
+	if rep.Latest != b.ID {
+		t.Errorf("latest: %q, want b %s (a %s, removed c %s)", rep.Latest, b.ID, a.ID, c.ID)
+	}
+	svg := filepath.Join(e.root, "latest.svg")
+	_, serr, code := e.run("report", "--chart", svg)
+	if code != 0 || !strings.Contains(serr, "chart of session "+b.ID) {
+		t.Errorf("report --chart: exit %d, want the chart of b %s: %s", code, b.ID, serr)
+	}
+	if _, err := os.Stat(svg); err != nil {
+		t.Error(err)
+	}
+}

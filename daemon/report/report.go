@@ -29,6 +29,11 @@ type Report struct {
 	Requests []Request `json:"requests,omitempty"`
 	// Sessions: one line per session (scope "archive" only), by spend.
 	Sessions []SessionLine `json:"sessions,omitempty"`
+	// Latest is the session `bindery report --chart` draws when no
+	// session is named (scope "archive" only): the live (not removed)
+	// session with the latest last activity, a tie going to the file
+	// ingested last. "" when no session is live.
+	Latest string `json:"latest,omitempty"`
 	// Prices is the price table the report used, keyed by ModelKey.
 	Prices map[string]Price `json:"prices"`
 }

@@ -135,6 +135,13 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 		r.log.Warn("report: could not cache summaries", "err", err)
 	}
 	rep := report.ArchiveReport(sums, r.prices)
+	// ReportSessions is ordered by last activity, then newest file first.
+	for _, s := range sessions {
+		if !s.Removed {
+			rep.Latest = s.ID
+			break
+		}
+	}
 	r.log.Debug("archive report", "sessions", len(sessions), "analysed", len(fresh), "took", time.Since(start))
 	return rep, Stats{Sessions: len(sessions), Analysed: len(fresh)}, nil
 }
