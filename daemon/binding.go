@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -525,8 +526,8 @@ func (b *Binder) parentOf(ctx context.Context, call *api.CompileCall) (*api.Bran
 	// taken as it is (v1's branchedFrom)
 	parent := s.ParentSession
 	if strings.ContainsRune(parent, '/') {
-		id, found, err := b.db.SessionIDByPath(ctx, parent)
-		if err != nil || !found {
+		id, err := b.sessionAtPath(ctx, parent)
+		if err != nil || id == "" {
 			return nil, err
 		}
 		parent = id
@@ -535,6 +536,49 @@ func (b *Binder) parentOf(ctx context.Context, call *api.CompileCall) (*api.Bran
 		return nil, nil
 	}
 	return &api.BranchRef{Conversation: parent}, nil
+}
+
+// sessionAtPath is the id of the session in the file a pi header's
+// parentSession names: the session ingested at that path, else, when the
+// path is not known (the agent dir moved or is reached through a symlink,
+// the file was renamed), the id pi put in the file's name if bindery knows
+// a session with that id. "" when neither finds one.
+func (b *Binder) sessionAtPath(ctx context.Context, path string) (string, error) {
+	id, found, err := b.db.SessionIDByPath(ctx, path)
+	if err != nil || found {
+		return id, err
+	}
+	id, ok := piFileSessionID(path)
+	if !ok {
+		return "", nil
+	}
+	if _, err := b.db.Session(ctx, id); errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// piFileSessionID is the session id in a pi session file's name,
+// <ISO timestamp with ':' and '.' as '-'>_<sessionId>.jsonl
+// (pi-sessions.md §1). The timestamp holds no '_', so the id is all after
+// the first one: a UUID, or a caller-provided id matching [A-Za-z0-9._-].
+func piFileSessionID(path string) (string, bool) {
+	name, ok := strings.CutSuffix(filepath.Base(path), ".jsonl")
+	if !ok {
+		return "", false
+	}
+	ts, id, ok := strings.Cut(name, "_")
+	if !ok || !strings.HasSuffix(ts, "Z") || id == "" {
+		return "", false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return "", false
+		}
+	}
+	return id, true
 }
 
 // released returns the keys of the request released on the compile's

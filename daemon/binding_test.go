@@ -666,3 +666,51 @@ func TestBinderLostAcceptAcrossBranchMove(t *testing.T) {
 		}
 	}
 }
+
+// A pi header's parentSession names the parent's file: the session ingested
+// at that exact path, else (the agent dir moved or reached through a
+// symlink, the file renamed) the session whose id pi put in the file's name,
+// when bindery knows it.
+func TestParentOfPiHeader(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	const (
+		dir   = "/home/dev/.pi/agent/sessions/--tmp--/"
+		moved = "/mnt/old-home/.pi/agent/sessions/--tmp--/"
+		pid   = "0193e6c4-aaaa-7000-8000-000000000001"
+		qid   = "0193e6c4-aaaa-7000-8000-000000000002"
+	)
+	pname := "2026-11-29T10-00-00-000Z_" + pid + ".jsonl"
+	index := func(id, path, parent string) {
+		p := &piIndex{tb: t, e: e, id: id, path: path, parent: parent}
+		p.user("u1", "")
+	}
+	index(pid, dir+pname, "")
+	// q's file was renamed from pi's form: only its path finds it.
+	index(qid, dir+"q-renamed.jsonl", "")
+	// r's file carries p's id in its name but r's in its header (a copy
+	// edited by hand): the exact path wins over the name.
+	const rid = "0193e6c4-aaaa-7000-8000-000000000003"
+	index(rid, moved+pname, "")
+	for _, c := range []struct{ child, parent, want string }{
+		{"c-exact", dir + pname, pid},
+		{"c-renamed", dir + "q-renamed.jsonl", qid},
+		{"c-moved", "/srv/agent/sessions/--tmp--/" + pname, pid},
+		{"c-path-first", moved + pname, rid},
+		{"c-caller-id", "/srv/agent/2026-11-29T10-00-00-000Z_" + "my_id.v2-1" + ".jsonl", "my_id.v2-1"},
+		{"c-unknown-id", "/srv/agent/2026-11-29T10-00-00-000Z_0193e6c4-aaaa-7000-8000-00000000ffff.jsonl", ""},
+		{"c-not-pi-name", "/srv/agent/" + pid + ".jsonl", ""},
+		{"c-no-suffix", "/srv/agent/2026-11-29T10-00-00-000Z_" + pid, ""},
+	} {
+		if c.child == "c-caller-id" {
+			index("my_id.v2-1", "/home/dev/.pi/agent/sessions/--x--/somewhere-else.jsonl", "")
+		}
+		index(c.child, dir+c.child+".jsonl", c.parent)
+		got, err := e.b.parentOf(t.Context(), &api.CompileCall{Conversation: c.child})
+		if err != nil {
+			t.Fatalf("%s: %v", c.child, err)
+		}
+		if (got == nil) != (c.want == "") || got != nil && got.Conversation != c.want {
+			t.Errorf("%s (parentSession %s): parent %+v, want %q", c.child, c.parent, got, c.want)
+		}
+	}
+}

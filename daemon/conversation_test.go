@@ -14,11 +14,12 @@ import (
 // piIndex writes a pi session's entries into the index the way the
 // watcher's batches do, one line at a time.
 type piIndex struct {
-	tb   testing.TB
-	e    *bindingEnv
-	id   string
-	path string
-	line int
+	tb     testing.TB
+	e      *bindingEnv
+	id     string
+	path   string
+	parent string // the header's parentSession
+	line   int
 }
 
 func (p *piIndex) add(en db.Entry) {
@@ -27,7 +28,7 @@ func (p *piIndex) add(en db.Entry) {
 	var hdr *db.Header
 	if p.line == 0 {
 		p.line = 1
-		kind, hdr = db.Found, &db.Header{ID: p.id, Version: 3, Cwd: "/tmp", Timestamp: "2026-11-29T10:00:00.000Z"}
+		kind, hdr = db.Found, &db.Header{ID: p.id, Version: 3, Cwd: "/tmp", Timestamp: "2026-11-29T10:00:00.000Z", ParentSession: p.parent}
 	}
 	p.line++
 	en.Line, en.Offset, en.Length, en.Type = p.line, int64(p.line*100), 100, "message"
