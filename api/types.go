@@ -78,6 +78,18 @@ type SessionDetail struct {
 	Frontier []Frontier `json:"frontier"`
 	Stamps   int        `json:"stamps"`
 	Releases int        `json:"releases"`
+	// SameID lists, when more than one file's header carries this session
+	// id (a copied file), every such file, the one shown first: the live
+	// one with the latest last activity, a tie going to the file bindery
+	// ingested last. Empty when the id is in one file.
+	SameID []SessionFile `json:"sameId,omitempty"`
+}
+
+// SessionFile is one of the files carrying a session id.
+type SessionFile struct {
+	File         string `json:"file"`
+	Removed      bool   `json:"removed,omitempty"`
+	LastActivity string `json:"lastActivity,omitempty"`
 }
 
 // Branch is one leaf and its path's length.

@@ -41,6 +41,15 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 		}
 	}
 	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{}}
+	files, err := d.store.SessionFiles(ctx, id)
+	if err != nil {
+		return api.SessionDetail{}, err
+	}
+	if len(files) > 1 {
+		for _, f := range files {
+			out.SameID = append(out.SameID, api.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})
+		}
+	}
 	for _, b := range tree.Branches() {
 		out.Branches = append(out.Branches, api.Branch{Leaf: b.Leaf, Current: b.Current, Entries: b.Depth, LastActivity: b.Timestamp})
 		f := api.Frontier{Branch: b.Leaf, Owner: owners[b.Leaf]}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -806,3 +807,38 @@ func TestUpgradeFromVersion3(t *testing.T) {
 }
 
 func f64(v float64) *float64 { return &v }
+
+// Two or more files may carry one session id (a copied file): Session
+// picks the live one with the latest last activity, a tie going to the
+// file ingested last, and SessionFiles lists them all in that order.
+func TestSessionFilesSameID(t *testing.T) {
+	d := mustOpen(t)
+	found := func(id, path string, ino uint64, line int) {
+		ingest(t, d, Batch{Kind: Found, Path: path, Cursor: cursor(path, ino, int64(line*100+100), line), Header: &Header{ID: id, Version: 3},
+			Entries: []Entry{entry(line, "u", "", "message")}})
+	}
+	found("s", "/p/a.jsonl", 1, 2)
+	found("s", "/p/b.jsonl", 2, 2) // a's copy: the same last activity, ingested later
+	found("s", "/p/c.jsonl", 3, 5) // active later, then removed
+	ingest(t, d, Batch{Kind: Removed, Path: "/p/c.jsonl"})
+	found("other", "/p/other.jsonl", 4, 9)
+
+	files, err := d.SessionFiles(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SessionFile{
+		{Path: "/p/b.jsonl", LastActivity: "2026-11-29T10:02:00.000Z"},
+		{Path: "/p/a.jsonl", LastActivity: "2026-11-29T10:02:00.000Z"},
+		{Path: "/p/c.jsonl", Removed: true, LastActivity: "2026-11-29T10:05:00.000Z"},
+	}
+	if !slices.Equal(files, want) {
+		t.Errorf("files of s:\n got %+v\nwant %+v", files, want)
+	}
+	if s, err := d.Session(t.Context(), "s"); err != nil || s.Path != want[0].Path {
+		t.Errorf("Session(s) = %s, %v; want %s", s.Path, err, want[0].Path)
+	}
+	if files, err := d.SessionFiles(t.Context(), "nope"); err != nil || len(files) != 0 {
+		t.Errorf("unknown id: %+v %v", files, err)
+	}
+}

@@ -68,11 +68,48 @@ func (d *DB) Sessions(ctx context.Context, withRemoved bool) ([]Session, error) 
 	return out, nil
 }
 
+// sameIDOrder is the order of the files carrying one session id: Session
+// picks the first (live before removed, then the latest last activity, a
+// tie going to the file ingested last) and SessionFiles lists them in it.
+const sameIDOrder = ` ORDER BY s.removed, s.last_activity DESC, s.file DESC`
+
 const sessionByID = `SELECT ` + sessionColumns + ` FROM sessions s JOIN files f ON f.id = s.file
-	WHERE s.id = ? ORDER BY s.removed, s.last_activity DESC, s.file DESC LIMIT 1`
+	WHERE s.id = ?` + sameIDOrder + ` LIMIT 1`
+
+// SessionFile is one file whose header carries a given session id.
+type SessionFile struct {
+	Path         string
+	Removed      bool
+	LastActivity string
+}
+
+// SessionFiles lists every file whose header carries session id id, the
+// one Session picks first. More than one means the file was copied (pi's
+// ids are unique per session); none means the id is unknown.
+func (d *DB) SessionFiles(ctx context.Context, id string) ([]SessionFile, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT f.path, s.removed, coalesce(s.last_activity, '')
+		FROM sessions s JOIN files f ON f.id = s.file WHERE s.id = ?`+sameIDOrder, id)
+	if err != nil {
+		return nil, fmt.Errorf("files of session %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []SessionFile
+	for rows.Next() {
+		var f SessionFile
+		if err := rows.Scan(&f.Path, &f.Removed, &f.LastActivity); err != nil {
+			return nil, fmt.Errorf("files of session %q: %w", id, err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("files of session %q: %w", id, err)
+	}
+	return out, nil
+}
 
 // Session finds a session by pi's id. Should two files carry the same id
-// (a copied file), the live one most recently active wins.
+// (a copied file), the live one most recently active wins, a tie going to
+// the file ingested last; SessionFiles lists them all.
 func (d *DB) Session(ctx context.Context, id string) (Session, error) {
 	s, err := scanSession(d.readers.QueryRowContext(ctx, sessionByID, id))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -183,6 +183,16 @@ func show(args []string, stdout, stderr io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(d.SameID) > 1 {
+		fmt.Fprintf(stdout, "\n%d files carry this session id; shown: the first (live, latest activity):\n", len(d.SameID))
+		for _, f := range d.SameID {
+			state := "live"
+			if f.Removed {
+				state = "removed"
+			}
+			fmt.Fprintf(stdout, "  %s (%s, last activity %s)\n", f.File, state, when(f.LastActivity))
+		}
+	}
 	fmt.Fprintf(stdout, "\n%d branches:\n", len(d.Branches))
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEAF\tENTRIES\tLAST ACTIVITY\tCONDENSE FRONTIER\t")

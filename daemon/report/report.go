@@ -18,6 +18,10 @@ type Report struct {
 	Model   string `json:"model,omitempty"`
 	First   string `json:"first,omitempty"`
 	Last    string `json:"last,omitempty"`
+	// SameID lists, when more than one file carries the session's id (a
+	// copied file), every such file, the one reported first: the live one
+	// with the latest last activity, a tie going to the file ingested last.
+	SameID []SessionFile `json:"sameId,omitempty"`
 
 	Figures Figures `json:"figures"`
 	// Breaks: every break of the session in request order, or the
@@ -36,6 +40,13 @@ type Report struct {
 	Latest string `json:"latest,omitempty"`
 	// Prices is the price table the report used, keyed by ModelKey.
 	Prices map[string]Price `json:"prices"`
+}
+
+// SessionFile is one of the files carrying a session id.
+type SessionFile struct {
+	File         string `json:"file"`
+	Removed      bool   `json:"removed,omitempty"`
+	LastActivity string `json:"lastActivity,omitempty"`
 }
 
 // SessionLine is one session in an archive report.

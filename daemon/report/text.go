@@ -19,7 +19,18 @@ func Text(r Report) string {
 		if r.First != "" {
 			fmt.Fprintf(&b, ", %s to %s", r.First, r.Last)
 		}
-		b.WriteString("\n\n")
+		b.WriteString("\n")
+		if len(r.SameID) > 1 {
+			fmt.Fprintf(&b, "%d files carry this session id; reporting the first (live, latest activity):\n", len(r.SameID))
+			for _, f := range r.SameID {
+				state := "live"
+				if f.Removed {
+					state = "removed"
+				}
+				fmt.Fprintf(&b, "  %s (%s, last activity %s)\n", f.File, state, f.LastActivity)
+			}
+		}
+		b.WriteString("\n")
 	} else {
 		fmt.Fprintf(&b, "bindery report: archive of %d sessions\n\n", f.Sessions)
 	}

@@ -163,7 +163,17 @@ func (r *Reporter) Session(ctx context.Context, id string) (report.Report, error
 	if err != nil {
 		return report.Report{}, err
 	}
-	return report.SessionReport(sess, r.prices), nil
+	rep := report.SessionReport(sess, r.prices)
+	files, err := r.db.SessionFiles(ctx, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	if len(files) > 1 {
+		for _, f := range files {
+			rep.SameID = append(rep.SameID, report.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})
+		}
+	}
+	return rep, nil
 }
 
 // Report is what the API serves: the archive's report when session is
