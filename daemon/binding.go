@@ -34,9 +34,9 @@ type Binder struct {
 	follow func(ctx context.Context, path string) error
 	log    *slog.Logger
 
-	seqOnce sync.Once
-	seqErr  error
-	seq     atomic.Int64
+	seqMu     sync.Mutex // guards loading seq's high-water
+	seqLoaded atomic.Bool
+	seq       atomic.Int64
 
 	mu    sync.Mutex
 	convs map[string]*conv
@@ -189,14 +189,21 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 	return nil
 }
 
+// nextSeq loads the high-water on first use. A failed load (the first
+// caller's context ended) is not remembered: the next call loads again.
 func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
-	b.seqOnce.Do(func() {
-		n, err := b.db.LastCompileSeq(ctx)
-		b.seqErr = err
-		b.seq.Store(n)
-	})
-	if b.seqErr != nil {
-		return 0, b.seqErr
+	if !b.seqLoaded.Load() {
+		b.seqMu.Lock()
+		if !b.seqLoaded.Load() {
+			n, err := b.db.LastCompileSeq(ctx)
+			if err != nil {
+				b.seqMu.Unlock()
+				return 0, err
+			}
+			b.seq.Store(n)
+			b.seqLoaded.Store(true)
+		}
+		b.seqMu.Unlock()
 	}
 	return b.seq.Add(1), nil
 }
