@@ -1253,11 +1253,9 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 		if err != nil {
 			return err
 		}
-		if !c.stored {
-			if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: c.id, CreatedMs: now}); err != nil {
-				return err
-			}
-		}
+		// A conversation not compiled yet gets no row here: its first
+		// compile creates it with its parent (persistCompile), which a
+		// row made now would keep it from ever recording.
 		rows := make([]db.ReleaseRow, len(rels))
 		for i, r := range rels {
 			r.Seq = hw
@@ -1279,10 +1277,6 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	if err != nil {
 		return nil, err
 	}
-	c.stored = true
-	if c.row.ID == "" {
-		c.row = db.ConversationRow{ID: c.id, CreatedMs: now}
-	}
 	c.releases = append(c.releases, added...)
 	if refused != nil {
 		c.compiles[call.CompileID].rec = refused
@@ -1297,7 +1291,7 @@ func (b *Binder) Conversation(ctx context.Context, id string) (*api.Conversation
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	if !c.stored && len(c.compiles) == 0 {
+	if !c.stored && len(c.compiles) == 0 && len(c.releases) == 0 {
 		return nil, api.Errorf(api.CodeUnknownConversation, "conversation %q is unknown to bindery", id)
 	}
 	byBranch, total, linked, err := b.db.StampCounts(ctx, id)

@@ -26,3 +26,41 @@ func TestBinderSeqSurvivesCancelledFirstCompile(t *testing.T) {
 		t.Fatalf("accept: %v", err)
 	}
 }
+
+// A release by signature can arrive before a conversation's first compile
+// (a fork whose first request the provider refused). It must not create
+// the conversation without its parent: the first compile reads the parent
+// and inherits its releases and engagement, before and after a restart.
+func TestBinderReleaseBeforeFirstCompileKeepsParent(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	body := request("par", 3, 10) // thinking at messages.1/3/5.content.0
+	stampAll(t, e, "par", body)
+	p, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "par", Branch: "main", Request: body, Return: api.ReturnPlan})
+	if err != nil || len(p.Strips) != 0 {
+		t.Fatalf("parent compile: %+v %v", p, err)
+	}
+	if r, err := e.b.Release(t.Context(), &api.ReleaseCall{Conversation: "par", CompileID: p.CompileID, Path: "messages.5.content.0"}); err != nil || r.Released != 1 {
+		t.Fatalf("release on the parent: %+v %v", r, err)
+	}
+	if r, err := e.b.Release(t.Context(), &api.ReleaseCall{Conversation: "kid", Signature: "sig-elsewhere"}); err != nil || r.Released != 1 {
+		t.Fatalf("release on the fork before its first compile: %+v %v", r, err)
+	}
+	for i, b := range []*Binder{e.b, NewBinder(e.j, BinderConfig{})} { // and after a reload
+		e.b = b
+		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "kid", Branch: "k", Parent: &api.BranchRef{Conversation: "par", Branch: "main"},
+			Request: body, Return: api.ReturnPlan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ans.Engaged || len(ans.Strips) != 1 || ans.Strips[0].Path != "messages.5.content.0" || ans.Strips[0].Reason != "released" {
+			t.Fatalf("round %d: the fork lost its parent (engaged %v, strips %+v)", i, ans.Engaged, ans.Strips)
+		}
+		st, err := e.b.Conversation(t.Context(), "kid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Parent == nil || st.Parent.Conversation != "par" || len(st.Releases) != 1 {
+			t.Fatalf("round %d: kid's state: parent %+v, releases %+v", i, st.Parent, st.Releases)
+		}
+	}
+}

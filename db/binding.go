@@ -282,7 +282,11 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 		FROM conversations WHERE id = ?`, id).Scan(&st.Conversation.ID, &engaged, &engagedMs, &parentConv, &parentBranch, &st.Conversation.ParentRelease, &file, &st.Conversation.CreatedMs)
 	switch {
 	case err == sql.ErrNoRows:
+		// Not compiled yet: a host may have released blocks in it already.
 		st.Conversation.ID = id
+		if st.Releases, err = d.releases(ctx, id); err != nil {
+			return nil, err
+		}
 		return st, nil
 	case err != nil:
 		return nil, fmt.Errorf("load conversation %s: %w", id, err)
@@ -314,11 +318,20 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 		return nil, fmt.Errorf("load compiles of %s: %w", id, err)
 	}
 
-	rows, err = d.readers.QueryContext(ctx, `SELECT id, branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
+	if st.Releases, err = d.releases(ctx, id); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// releases reads a conversation's releases in id order.
+func (d *DB) releases(ctx context.Context, id string) ([]ReleaseRow, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT id, branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("load releases of %s: %w", id, err)
 	}
 	defer rows.Close()
+	var out []ReleaseRow
 	for rows.Next() {
 		r := ReleaseRow{Conversation: id}
 		var key []byte
@@ -328,12 +341,12 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 		}
 		copy(r.Key[:], key)
 		r.Compile, r.Path = compile.String, path.String
-		st.Releases = append(st.Releases, r)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load releases of %s: %w", id, err)
 	}
-	return st, nil
+	return out, nil
 }
 
 // Compile reads one compile by id; found is false when it is unknown or
