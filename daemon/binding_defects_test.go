@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"database/sql"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/my-pi/bindery/api"
 )
@@ -62,5 +65,48 @@ func TestBinderReleaseBeforeFirstCompileKeepsParent(t *testing.T) {
 		if st.Parent == nil || st.Parent.Conversation != "par" || len(st.Releases) != 1 {
 			t.Fatalf("round %d: kid's state: parent %+v, releases %+v", i, st.Parent, st.Releases)
 		}
+	}
+}
+
+// A write whose fn panics must not wedge the journal (its transaction
+// left open, the writer lock held, the queue never drained): the panic is
+// that call's error, its work is rolled back and later writes commit.
+func TestJournalPanicDoesNotWedgeWriter(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	first := make(chan error, 1)
+	go func() {
+		first <- e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+			if err := emit("test", "pan", nil); err != nil {
+				return err
+			}
+			panic("fn broke")
+		})
+	}()
+	select {
+	case err := <-first:
+		if err == nil || !strings.Contains(err.Error(), "fn broke") {
+			t.Fatalf("a panicking write answered %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a panicking write never returned")
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error { return emit("test", "after", nil) })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the journal stayed wedged after a panicking write")
+	}
+	evs, _, err := e.db.EventsSince(t.Context(), 0, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Conversation != "after" {
+		t.Fatalf("events %+v: want only the later write's", evs)
 	}
 }

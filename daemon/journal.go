@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -116,14 +117,14 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 				continue
 			}
 			if len(group) == 1 {
-				w.err = w.fn(ctx, tx, j.emitter(ctx, tx, &evs))
+				w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs))
 				return w.err
 			}
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT journal_write"); err != nil {
 				return err
 			}
 			start := len(evs)
-			if w.err = w.fn(ctx, tx, j.emitter(ctx, tx, &evs)); w.err != nil {
+			if w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs)); w.err != nil {
 				evs = evs[:start]
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO journal_write"); err != nil {
 					return err
@@ -153,6 +154,19 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 	for _, w := range group {
 		close(w.done)
 	}
+}
+
+// run calls fn, turning a panic into its error: a panic unwinding
+// through the open transaction would leave it open on the only writer
+// connection, the journal's lock held and its queue never drained, so
+// every later write in the daemon would hang.
+func (w *journalWrite) run(ctx context.Context, tx *sql.Tx, emit Emit) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("journal write panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return w.fn(ctx, tx, emit)
 }
 
 func (j *Journal) emitter(ctx context.Context, tx *sql.Tx, evs *[]db.Event) Emit {
