@@ -384,12 +384,14 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		id = newCompileID(idDryRun)
 	}
 
-	c, err := b.lock(ctx, call.Conversation)
-	if err != nil {
-		return nil, err
-	}
-	compiled, err := b.compileLocked(ctx, c, call, req, id, seq)
-	c.mu.Unlock()
+	compiled, err := func() (*binding.Compiled, error) {
+		c, err := b.lock(ctx, call.Conversation)
+		if err != nil {
+			return nil, err
+		}
+		defer c.mu.Unlock() // a panic (net/http recovers it) must not keep the conversation locked
+		return b.compileLocked(ctx, c, call, req, id, seq)
+	}()
 	if err != nil {
 		return nil, err
 	}
