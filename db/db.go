@@ -194,6 +194,14 @@ func (d *DB) write(ctx context.Context, durable bool, fn func(ctx context.Contex
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	defer func() {
+		// A panic in fn: roll back before conn.Close (deferred above),
+		// which would otherwise wait for the open transaction forever.
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+	}()
 	if err := fn(txctx, tx); err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
