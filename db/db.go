@@ -15,7 +15,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -42,7 +41,6 @@ type DB struct {
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
 	hot     hotStmts // stmts.go
-	noSync  bool
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -98,7 +96,7 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	d := &DB{path: path, writer: w, noSync: opt.NoSync}
+	d := &DB{path: path, writer: w}
 	if err := migrate(ctx, w, bindery.Schema, steps); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -160,35 +158,12 @@ func (d *DB) Close() error {
 // The transaction runs to its end even if ctx is cancelled once it began
 // (fn receives a context without ctx's cancellation), so a shutdown never
 // leaves a batch half-applied; ctx still bounds the wait for the writer.
-func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	return d.write(ctx, true, fn)
-}
-
-// write is Write; with durable false the commit is atomic but not fsynced
-// (synchronous=NORMAL for this one transaction). Ingest uses it: its rows
-// and cursor are replayable from the session files, so a power loss that
-// undoes the newest ingest commits (always rows and cursor together, and
-// only commits after the last fsynced one, since the WAL is sequential) costs
-// a re-read, not data. Everything else bindery records stays durable
-// before Write returns.
-func (d *DB) write(ctx context.Context, durable bool, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
 	conn, err := d.writer.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("writer: %w", err)
 	}
 	defer conn.Close()
-	if !durable && !d.noSync {
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
-			return fmt.Errorf("writer: %w", err)
-		}
-		defer func() {
-			// The connection must not stay relaxed for the next writer.
-			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); rerr != nil {
-				conn.Raw(func(any) error { return driver.ErrBadConn }) // drop the connection
-				err = errors.Join(err, fmt.Errorf("writer: restore synchronous: %w", rerr))
-			}
-		}()
-	}
 	txctx := context.WithValue(context.WithoutCancel(ctx), hotStmtsKey{}, d.hot)
 	tx, err := conn.BeginTx(txctx, nil)
 	if err != nil {

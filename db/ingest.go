@@ -110,12 +110,13 @@ type Ingested struct {
 }
 
 // Ingest applies b and its cursor in one transaction: all of it or none
-// of it is committed. The commit is not fsynced on its own (see write): it
-// is durable with the next fsync, and until then a power loss can only
-// undo it whole, to be read again from the file.
+// of it is committed, and it is on disk when Ingest returns. The rows could
+// be read again from the session file, but the events the commit carries
+// are published at once, and a seq a client has seen must never be given to
+// another event after a power loss (api.md: the log is durable).
 func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 	var out Ingested
-	err := d.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = d.ingestTx(ctx, tx, b)
 		return err
@@ -130,7 +131,7 @@ func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 // a cold start over many small files). All or none are committed.
 func (d *DB) IngestAll(ctx context.Context, bs []Batch) ([]Ingested, error) {
 	out := make([]Ingested, 0, len(bs))
-	err := d.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
 		for _, b := range bs {
 			r, err := d.ingestTx(ctx, tx, b)
