@@ -439,18 +439,12 @@ func decodeString(dst, raw []byte) []byte {
 // arrayOf canonicalizes the array at c.pos; objects among its elements
 // have the given mode.
 func (c *canon) arrayOf(elem objMode) error {
-	c.depth++
-	if c.depth > maxDepth {
-		return c.fail(c.pos, "exceeded max depth")
-	}
-	c.pos++
 	c.out = append(c.out, '[')
-	c.ws()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.out = append(c.out, ']')
-		c.depth--
-		return nil
+	if empty, err := c.openArray(); err != nil || empty {
+		if empty {
+			c.out = append(c.out, ']')
+		}
+		return err
 	}
 	for {
 		if err := c.valueIn(elem); err != nil {
@@ -466,6 +460,24 @@ func (c *canon) arrayOf(elem objMode) error {
 		}
 		c.out = append(c.out, ',')
 	}
+}
+
+// openArray consumes the '[' at c.pos and enters the array's depth; for an
+// empty array it also consumes the ']' and leaves it (empty is true). The
+// caller writes whatever its output needs.
+func (c *canon) openArray() (empty bool, err error) {
+	c.depth++
+	if c.depth > maxDepth {
+		return false, c.fail(c.pos, "exceeded max depth")
+	}
+	c.pos++
+	c.ws()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.depth--
+		return true, nil
+	}
+	return false, nil
 }
 
 // afterElement consumes what follows an array element: a ',' (more is

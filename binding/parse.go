@@ -112,27 +112,15 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 					return nil, err
 				}
 			case string(key) == "system":
-				hdr := c.reserveHeader()
-				if isArr {
-					err = c.markedArray(modeMarked)
-				} else {
-					err = c.value()
-				}
-				if err != nil {
+				if sys, err = p.seedPart(isArr, modeMarked, kindSystem); err != nil {
 					return nil, err
 				}
-				sys, hasSys = p.digest(hdr, kindSystem), true
+				hasSys = true
 			case string(key) == "tools":
-				hdr := c.reserveHeader()
-				if isArr {
-					err = c.markedArray(modeTool)
-				} else {
-					err = c.value()
-				}
-				if err != nil {
+				if tools, err = p.seedPart(isArr, modeTool, kindTools); err != nil {
 					return nil, err
 				}
-				tools, hasTools = p.digest(hdr, kindTools), true
+				hasTools = true
 			default:
 				if err := c.value(); err != nil {
 					return nil, err
@@ -317,21 +305,33 @@ func (p *Parser) decoded(s Span) []byte {
 	return p.scratch
 }
 
+// seedPart digests the value of system or tools at c.pos: an array's
+// object elements in mode (cache_control markers out, deferred tools out),
+// any other value as data.
+func (p *Parser) seedPart(isArr bool, mode objMode, kind byte) (Digest, error) {
+	c := &p.c
+	hdr := c.reserveHeader()
+	var err error
+	if isArr {
+		err = c.markedArray(mode)
+	} else {
+		err = c.value()
+	}
+	if err != nil {
+		return Digest{}, err
+	}
+	return p.digest(hdr, kind), nil
+}
+
 // markedArray canonicalizes a system or tools array: object elements in the
 // given mode (top-level cache_control is a marker); deferred tools left out.
 func (c *canon) markedArray(mode objMode) error {
-	c.depth++
-	if c.depth > maxDepth {
-		return c.fail(c.pos, "exceeded max depth")
-	}
-	c.pos++
 	c.out = append(c.out, '[')
-	c.ws()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.out = append(c.out, ']')
-		c.depth--
-		return nil
+	if empty, err := c.openArray(); err != nil || empty {
+		if empty {
+			c.out = append(c.out, ']')
+		}
+		return err
 	}
 	n := 0
 	for {
@@ -371,17 +371,11 @@ func (c *canon) markedArray(mode objMode) error {
 // messages parses the messages array at c.pos.
 func (p *Parser) messages() error {
 	c := &p.c
-	c.depth++
-	if c.depth > maxDepth {
-		return c.fail(c.pos, "exceeded max depth")
-	}
-	c.pos++
-	c.ws()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		p.msgs = []Message{}
-		return nil
+	if empty, err := c.openArray(); err != nil || empty {
+		if empty {
+			p.msgs = []Message{}
+		}
+		return err
 	}
 	if p.msgs == nil {
 		p.msgs = make([]Message, 0, 16)
@@ -476,16 +470,8 @@ func internRole(b []byte) string {
 // truncated away.
 func (p *Parser) content() error {
 	c := &p.c
-	c.depth++
-	if c.depth > maxDepth {
-		return c.fail(c.pos, "exceeded max depth")
-	}
-	c.pos++
-	c.ws()
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		return nil
+	if empty, err := c.openArray(); err != nil || empty {
+		return err
 	}
 	for {
 		c.ws()
