@@ -439,11 +439,7 @@ func decodeString(dst, raw []byte) []byte {
 // arrayOf canonicalizes the array at c.pos; objects among its elements
 // have the given mode.
 func (c *canon) arrayOf(elem objMode) error {
-	c.out = append(c.out, '[')
-	if empty, err := c.openArray(); err != nil || empty {
-		if empty {
-			c.out = append(c.out, ']')
-		}
+	if empty, err := c.openArrayOut(); err != nil || empty {
 		return err
 	}
 	for {
@@ -478,6 +474,16 @@ func (c *canon) openArray() (empty bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// openArrayOut is openArray for a caller that writes the array to out:
+// '[' always, and ']' when the array is empty.
+func (c *canon) openArrayOut() (empty bool, err error) {
+	c.out = append(c.out, '[')
+	if empty, err = c.openArray(); empty {
+		c.out = append(c.out, ']')
+	}
+	return empty, err
 }
 
 // afterElement consumes what follows an array element: a ',' (more is

@@ -326,11 +326,7 @@ func (p *Parser) seedPart(isArr bool, mode objMode, kind byte) (Digest, error) {
 // markedArray canonicalizes a system or tools array: object elements in the
 // given mode (top-level cache_control is a marker); deferred tools left out.
 func (c *canon) markedArray(mode objMode) error {
-	c.out = append(c.out, '[')
-	if empty, err := c.openArray(); err != nil || empty {
-		if empty {
-			c.out = append(c.out, ']')
-		}
+	if empty, err := c.openArrayOut(); err != nil || empty {
 		return err
 	}
 	n := 0

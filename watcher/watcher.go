@@ -366,18 +366,7 @@ func (w *Watcher) wanted(path string) bool {
 
 // underRoot reports whether path is a file in a root (or, for a recursive
 // root, anywhere below it).
-func (w *Watcher) underRoot(path string) bool {
-	dir := filepath.Dir(path)
-	for _, r := range w.cfg.Roots {
-		if dir == r.Dir {
-			return true
-		}
-		if r.Recursive && strings.HasPrefix(dir, r.Dir+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
-}
+func (w *Watcher) underRoot(path string) bool { return w.dirWanted(filepath.Dir(path)) }
 
 // dirWanted reports whether dir is a root or, under a recursive root, a
 // directory whose files are followed.
