@@ -124,7 +124,7 @@ func (e *e2e) start() (*daemonProc, error) {
 	go func() { p.done <- p.cmd.Wait() }()
 	c := api.NewClient(e.sock)
 	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
 			return p, nil
@@ -137,7 +137,7 @@ func (e *e2e) start() (*daemonProc, error) {
 		if time.Now().After(deadline) {
 			p.cmd.Process.Kill()
 			<-p.done
-			return nil, fmt.Errorf("bindery serve did not answer within 20s\n%s", p.stderr)
+			return nil, fmt.Errorf("bindery serve did not answer within 60s\n%s", p.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -186,9 +186,12 @@ func (e *e2e) sessionsJSON() (map[string]api.Session, error) {
 	return m, nil
 }
 
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+// waitFor polls cond until it holds, failing with what was awaited and
+// the last state cond reported. The deadline is generous on purpose: it
+// bounds a hang, it does not assert a speed (the machine is shared).
+func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		ok, state := cond()
