@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,12 +21,15 @@ type clientFlags struct {
 	json   bool
 }
 
-func parseClient(name string, args []string, stderr io.Writer, positional string) (*clientFlags, []string, error) {
+func parseClient(name string, args []string, stderr io.Writer, positional string, extra ...func(*flag.FlagSet)) (*clientFlags, []string, error) {
 	fs := flag.NewFlagSet("bindery "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f clientFlags
 	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
+	for _, add := range extra {
+		add(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: bindery %s [--json] [--socket PATH]%s\n", name, positional)
 		fs.PrintDefaults()
@@ -104,16 +108,24 @@ func status(args []string, stdout, stderr io.Writer) error {
 }
 
 func sessions(args []string, stdout, stderr io.Writer) error {
-	f, rest, err := parseClient("sessions", args, stderr, "")
+	var cwd string
+	f, rest, err := parseClient("sessions", args, stderr, " [--cwd DIR]", func(fs *flag.FlagSet) {
+		fs.StringVar(&cwd, "cwd", "", "only the sessions pi ran in DIR or a folder under it (an editor's workspace)")
+	})
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
 		return fmt.Errorf("sessions takes no arguments (got %q)", rest)
 	}
+	if cwd != "" {
+		if cwd, err = filepath.Abs(cwd); err != nil {
+			return fmt.Errorf("sessions --cwd: %w", err)
+		}
+	}
 	ctx, cancel := callCtx()
 	defer cancel()
-	list, err := f.client().Sessions(ctx)
+	list, err := f.client().SessionsIn(ctx, cwd)
 	if err != nil {
 		return err
 	}
