@@ -317,6 +317,7 @@ M.commands = {
       return
     end
     vim.cmd("botright 12new")
+    vim.wo.wrap = false -- one event a line, as the feed sends them
     tail_buf = vim.api.nvim_get_current_buf()
     vim.bo[tail_buf].buftype = "nofile"
     vim.bo[tail_buf].bufhidden = "wipe"
