@@ -281,9 +281,25 @@ func TestEndToEnd(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Database.IngestErrors != 1 || h.Watcher.Sessions != 3 {
 		t.Errorf("status: %d %s", code, out)
 	}
+	// The table fits 80 columns and prints each id as a unique prefix
+	// that pastes back into show.
 	out, _, code = e.run("sessions")
-	if code != 0 || !strings.Contains(out, "SESSION") || !strings.Contains(out, live.ID) || !strings.Contains(out, "/home/dev/src/app") {
+	if code != 0 || !strings.Contains(out, "SESSION") || !strings.Contains(out, "/home/dev/src/app") {
 		t.Errorf("sessions table: %d\n%s", code, out)
+	}
+	var livePrefix string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("sessions table line of %d columns: %q", n, l)
+		}
+		if f := strings.Fields(l); len(f) > 0 && len(f[0]) >= api.MinShortID && strings.HasPrefix(live.ID, f[0]) {
+			livePrefix = f[0]
+		}
+	}
+	if livePrefix == "" {
+		t.Errorf("sessions table has no prefix of %s:\n%s", live.ID, out)
+	} else if got, _, code := e.run("show", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+		t.Errorf("show %s (the printed prefix): %d\n%s", livePrefix, code, got)
 	}
 	out, _, code = e.run("show", a.ID)
 	if code != 0 || !strings.Contains(out, "branches:") || !strings.Contains(out, "* ") {
@@ -379,6 +395,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("second daemon: exit %d: %s", code, serr)
 	}
 
+	// The first scan is over (so its log line is written) before the kill.
+	waitFor(t, "the first scan to be over", func() (bool, string) {
+		out, _, _ := e.run("status", "--json")
+		var h api.Health
+		json.Unmarshal([]byte(out), &h)
+		return h.Watcher.InitialScan, out
+	})
 	// kill -9: the socket file stays behind.
 	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -386,6 +409,11 @@ func TestEndToEnd(t *testing.T) {
 	<-d.done
 	if fi, err := os.Lstat(e.sock); err != nil || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("after kill -9 the socket file should be left: %v", err)
+	}
+	// The start said what the database knew; the end of the first scan
+	// what was on disk (the start said files=0 with the three files there).
+	if log := d.stderr.String(); !strings.Contains(log, "files_known=0") || !strings.Contains(log, `msg="first scan done" files=3 `) {
+		t.Errorf("first start's log:\n%s", log)
 	}
 	_, serr, code = e.run("status")
 	if code != 3 || !strings.Contains(serr, "not running") {

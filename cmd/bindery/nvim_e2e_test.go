@@ -188,7 +188,7 @@ func TestNeovimPlugin(t *testing.T) {
 		t.Fatalf("tail split:\n%s", tail)
 	}
 	ask("sessions")
-	if s := readOut("sessions.out"); !strings.Contains(s, sid) || !strings.Contains(s, "/tmp/project") {
+	if s := readOut("sessions.out"); !strings.Contains(s, sid[:api.MinShortID]) || !strings.Contains(s, "/tmp/project") {
 		t.Fatalf(":Bindery sessions:\n%s", s)
 	}
 	ask("show")
