@@ -216,8 +216,20 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
 	client := f.client()
+	if *conv != "" {
+		// A session's unique prefix names it here too; with the daemon
+		// down the id is taken as typed (tail waits for the daemon).
+		rctx, cancel := callCtx()
+		full, err := resolveSession(rctx, client, *conv)
+		cancel()
+		if _, down := errors.AsType[*api.NotRunningError](err); err != nil && !down {
+			return err
+		} else if err == nil {
+			*conv = full
+		}
+	}
+	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
 	backoff := 100 * time.Millisecond
 	var ev eventPrinter
 	for connects := 0; ; connects++ {
