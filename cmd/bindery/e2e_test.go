@@ -298,8 +298,13 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if livePrefix == "" {
 		t.Errorf("sessions table has no prefix of %s:\n%s", live.ID, out)
-	} else if got, _, code := e.run("show", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
-		t.Errorf("show %s (the printed prefix): %d\n%s", livePrefix, code, got)
+	} else {
+		if got, _, code := e.run("show", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+			t.Errorf("show %s (the printed prefix): %d\n%s", livePrefix, code, got)
+		}
+		if got, serr, code := e.run("report", "--session", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+			t.Errorf("report --session %s (the printed prefix): %d\n%s%s", livePrefix, code, got, serr)
+		}
 	}
 	out, _, code = e.run("show", a.ID)
 	if code != 0 || !strings.Contains(out, "branches:") || !strings.Contains(out, "* ") {
