@@ -12,3 +12,8 @@ if [ -z "${BINDERY_BIN:-}" ] && command -v go >/dev/null; then
 	export BINDERY_BIN
 fi
 npm test
+# The extension in a real VS Code build (code-server + headless Chromium):
+# opt-in, since installing code-server builds native modules for minutes.
+if [ "${BINDERY_VSCODE_E2E:-}" = 1 ]; then
+	./e2e/run.sh
+fi
