@@ -187,6 +187,32 @@ func (h *host) reply(toolUse bool) []judge.ReplyBlock {
 	return append(rb, judge.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", h.turn)})
 }
 
+// roundTrip is one round trip of the host's: compile call (its request the
+// host's body), the judge's answer, then (before the accept, where the
+// host writes its session file) landed, the accept; the reply joins the
+// history.
+func (h *host) roundTrip(d *bindDaemon, call api.CompileCall, landed func(reply json.RawMessage)) *api.CompileAnswer {
+	h.t.Helper()
+	call.Request = h.body(h.system)
+	ans, err := d.client.Compile(ctxT(h.t), &call)
+	if err != nil {
+		h.t.Fatalf("compile on %s at %s: %v", call.Conversation, call.Branch, err)
+	}
+	res := h.send(ans.Request, h.reply(false))
+	if landed != nil {
+		landed(res.Reply)
+	}
+	if _, err := d.client.Accept(ctxT(h.t), &api.AcceptCall{CompileID: ans.CompileID, Reply: res.Reply}); err != nil {
+		h.t.Fatalf("accept of %s: %v", ans.CompileID, err)
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(res.Reply, &msg); err != nil {
+		h.t.Fatal(err)
+	}
+	h.messages = append(h.messages, msg)
+	return ans
+}
+
 // send runs the judge on a request bindery rewrote: it must be answered
 // (no 400) and no thinking block bindery kept may be dropped or read
 // against its binding.
@@ -363,6 +389,11 @@ func (p *piSession) user(id, parent, text string) {
 
 // assistant writes the provider's reply as pi stores it.
 func (p *piSession) assistant(id, parent string, reply json.RawMessage, model string) {
+	p.assistantAt(id, parent, reply, model, p.ts(), map[string]any{"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20})
+}
+
+// assistantAt is assistant with its timestamp and pi's usage object.
+func (p *piSession) assistantAt(id, parent string, reply json.RawMessage, model, ts string, usage map[string]any) {
 	var msg struct {
 		Content []map[string]any `json:"content"`
 	}
@@ -382,10 +413,9 @@ func (p *piSession) assistant(id, parent string, reply json.RawMessage, model st
 			content = append(content, b)
 		}
 	}
-	p.append(map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": p.ts(),
+	p.append(map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": ts,
 		"message": map[string]any{"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-			"model": model, "stopReason": "stop", "timestamp": 2,
-			"usage": map[string]any{"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20}}})
+			"model": model, "stopReason": "stop", "timestamp": 2, "usage": usage}})
 }
 
 // TestPiSessionForksAndFileAttribution runs a pi session: conversation =

@@ -77,32 +77,11 @@ func TestNeovimPlugin(t *testing.T) {
 		ps.append(map[string]any{"type": "message", "id": uid, "parentId": nilIfEmpty(parent), "timestamp": now(),
 			"message": map[string]any{"role": "user", "content": text, "timestamp": 1}})
 		h.messages = append(h.messages, map[string]any{"role": "user", "content": text})
-		ans, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid, Branch: uid, SessionFile: ps.path, Request: h.body(h.system)})
-		if err != nil {
-			t.Fatalf("compile at %s: %v", uid, err)
-		}
-		res := h.send(ans.Request, h.reply(false))
-		var msg map[string]any
-		json.Unmarshal(res.Reply, &msg)
-		h.messages = append(h.messages, msg)
-		var content []any
-		for _, b := range msg["content"].([]any) {
-			b := b.(map[string]any)
-			if b["type"] == "thinking" {
-				content = append(content, map[string]any{"type": "thinking", "thinking": b["thinking"], "thinkingSignature": b["signature"]})
-			} else {
-				content = append(content, b)
-			}
-		}
-		ps.append(map[string]any{"type": "message", "id": aid, "parentId": uid, "timestamp": now(),
-			"message": map[string]any{"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-				"model": h.model, "stopReason": "stop", "timestamp": 2,
-				"usage": map[string]any{"input": 10, "output": 100, "cacheRead": 900, "cacheWrite": 100, "totalTokens": 1110,
-					"cost": map[string]any{"input": 0.01, "output": 0.2, "cacheRead": 0.04, "cacheWrite": 0.25, "total": 0.5}}}})
+		ans := h.roundTrip(d, api.CompileCall{Conversation: sid, Branch: uid, SessionFile: ps.path}, func(reply json.RawMessage) {
+			ps.assistantAt(aid, uid, reply, h.model, now(), map[string]any{"input": 10, "output": 100, "cacheRead": 900, "cacheWrite": 100,
+				"totalTokens": 1110, "cost": map[string]any{"input": 0.01, "output": 0.2, "cacheRead": 0.04, "cacheWrite": 0.25, "total": 0.5}})
+		})
 		parent = aid
-		if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: res.Reply}); err != nil {
-			t.Fatalf("accept at %s: %v", uid, err)
-		}
 		return ans
 	}
 	round()
@@ -120,6 +99,9 @@ func TestNeovimPlugin(t *testing.T) {
 		"BINDERY_TEST_WORKSPACE=/tmp/project")
 	nvimOut := &lockedWriter{w: new(bytes.Buffer)}
 	cmd.Stdout, cmd.Stderr = nvimOut, nvimOut
+	// nvim's output pipe may outlive nvim in a job it started: Wait does
+	// not wait for that once nvim itself has exited.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +208,9 @@ func TestNeovimPlugin(t *testing.T) {
 		if err != nil {
 			t.Fatalf("nvim exited: %v", err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("nvim did not quit")
+	case <-time.After(60 * time.Second):
+		ps, _ := exec.Command("ps", "-ef", "--forest").Output()
+		t.Fatalf("nvim did not quit; statusline log:\n%s\nout folder: %v\nprocesses:\n%s", strings.Join(statusLog(), "\n"), listDir(out), ps)
 	}
 }
 
@@ -236,4 +219,13 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+func listDir(dir string) []string {
+	es, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
 }

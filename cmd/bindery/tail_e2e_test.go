@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,20 +23,7 @@ func TestTailText(t *testing.T) {
 	compile := func(text string) *api.CompileAnswer {
 		t.Helper()
 		h.messages = append(h.messages, map[string]any{"role": "user", "content": text})
-		ans, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: "tail-demo", Branch: fmt.Sprintf("b%d", len(h.messages)), Request: h.body(h.system)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := h.send(ans.Request, h.reply(false))
-		if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: res.Reply}); err != nil {
-			t.Fatal(err)
-		}
-		var msg map[string]any
-		if err := json.Unmarshal(res.Reply, &msg); err != nil {
-			t.Fatal(err)
-		}
-		h.messages = append(h.messages, msg)
-		return ans
+		return h.roundTrip(d, api.CompileCall{Conversation: "tail-demo", Branch: fmt.Sprintf("b%d", len(h.messages))}, nil)
 	}
 	first := compile("hello")
 
