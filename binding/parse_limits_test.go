@@ -1,0 +1,68 @@
+package binding
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func manyMessages(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%06d","content":"x"}]}`, i)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func TestParseMaxMessages(t *testing.T) {
+	body := manyMessages(11)
+	p := Parser{MaxMessages: 11}
+	if r, err := p.Parse(body); err != nil || len(r.Messages) != 11 {
+		t.Fatalf("11 messages at a bound of 11: %v", err)
+	}
+	p.MaxMessages = 10
+	_, err := p.Parse(body)
+	if !errors.Is(err, ErrTooManyMessages) || !strings.Contains(err.Error(), "more than 10") {
+		t.Fatalf("11 messages at a bound of 10: err %v, want ErrTooManyMessages naming 10", err)
+	}
+}
+
+func TestParseCanceled(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	p := Parser{Done: done, Memo: &Memo{}}
+	_, err := p.Parse(manyMessages(1000))
+	if !errors.Is(err, ErrCanceled) {
+		t.Fatalf("parse with Done closed: err %v, want ErrCanceled", err)
+	}
+	// The memo stays usable: a parse without Done succeeds.
+	p.Done = nil
+	if _, err := p.Parse(manyMessages(1000)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The memo's lookup is linear: messages sharing far more than any fixed
+// prefix (all but their last bytes) are each found in one map probe.
+func TestMemoSharedPrefix(t *testing.T) {
+	memo := &Memo{}
+	p := Parser{Memo: memo}
+	body := manyMessages(2000)
+	if _, err := p.Parse(body); err != nil {
+		t.Fatal(err)
+	}
+	h0, m0 := memo.Stats()
+	if _, err := p.Parse(body); err != nil {
+		t.Fatal(err)
+	}
+	h1, m1 := memo.Stats()
+	if h1-h0 != 2000 || m1 != m0 {
+		t.Fatalf("second parse: %d hits %d misses, want 2000 hits 0 misses", h1-h0, m1-m0)
+	}
+}
