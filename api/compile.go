@@ -209,8 +209,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r.Body); err != nil {
-		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, Errorf(CodeBodyTooLarge, "request body exceeds the limit of %d bytes (--max-body)", mb.Limit))
+		if e := bodyError(err); e != nil {
+			writeError(w, e)
 		} else {
 			writeError(w, Errorf(CodeBadRequest, "reading the request body: %v", err))
 		}
@@ -288,6 +288,10 @@ func (s *Server) handleCompile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: "compile: " + err.Error(), Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkCompile(call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Compile(r.Context(), call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -340,6 +344,10 @@ func (s *Server) handleAccept(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: `accept: "compileId" is required`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkAccept(&call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Accept(r.Context(), &call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -366,6 +374,10 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: `release: give "compileId" and "path", or "signature"`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkRelease(&call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Release(r.Context(), &call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -375,6 +387,10 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
+	if e := checkLen("conversation", "id", r.PathValue("id"), s.Limits.ID, "--max-id"); e != nil {
+		writeError(w, e)
+		return
+	}
 	st, err := s.Binder.Conversation(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)

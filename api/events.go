@@ -30,7 +30,9 @@ type EventFeed struct {
 	Hub          *Hub
 	Log          EventLog
 	WriteTimeout time.Duration // per message; 0 means 5s
-	Logger       *slog.Logger
+	// MaxID bounds the ?conversation= filter (0: DefaultLimits.ID).
+	MaxID  int
+	Logger *slog.Logger
 }
 
 const backlogPage = 512
@@ -41,6 +43,14 @@ const backlogPage = 512
 func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	conversation := q.Get("conversation")
+	maxID := f.MaxID
+	if maxID <= 0 {
+		maxID = DefaultLimits.ID
+	}
+	if len(conversation) > maxID {
+		writeFeedError(w, http.StatusBadRequest, CodeLimitExceeded, fmt.Sprintf("events: \"conversation\" is %d bytes; the limit is %d (--max-id)", len(conversation), maxID))
+		return
+	}
 	since := int64(-1)
 	if s := q.Get("since"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)

@@ -403,7 +403,7 @@ func (p *Parser) messages() error {
 	for {
 		n := len(p.msgs)
 		if p.MaxMessages > 0 && n >= p.MaxMessages {
-			return fmt.Errorf("%w: the messages array holds more than %d", ErrTooManyMessages, p.MaxMessages)
+			return fmt.Errorf("%w: the messages array holds more than %d messages", ErrTooManyMessages, p.MaxMessages)
 		}
 		if p.Done != nil && n%cancelCheck == 0 {
 			select {

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,8 @@ type Binder struct {
 	follow func(ctx context.Context, path string) error
 	log    *slog.Logger
 
+	maxMessages int
+
 	seqMu     sync.Mutex // guards loading seq's high-water
 	seqLoaded atomic.Bool
 	seq       atomic.Int64
@@ -56,6 +59,9 @@ type BinderConfig struct {
 	// (sessionFile); nil ignores it.
 	Follow func(ctx context.Context, path string) error
 	Logger *slog.Logger
+	// MaxMessages bounds a compiled request's messages (0:
+	// DefaultMaxMessages).
+	MaxMessages int
 }
 
 // NewBinder returns a Binder writing through j.
@@ -69,7 +75,10 @@ func NewBinder(j *Journal, cfg BinderConfig) *Binder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles, follow: cfg.Follow, log: cfg.Logger,
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = DefaultMaxMessages
+	}
+	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles, follow: cfg.Follow, log: cfg.Logger, maxMessages: cfg.MaxMessages,
 		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}}
 }
 
@@ -101,7 +110,7 @@ func newCompileID(prefix string) string {
 // conv is one conversation's state in memory: a mirror of its rows,
 // loaded lazily from the database on first use.
 type conv struct {
-	mu       sync.Mutex
+	mu       convLock
 	id       string
 	loaded   bool
 	stored   bool // its row exists
@@ -139,7 +148,7 @@ func (b *Binder) conv(id string) *conv {
 			}
 		}
 	}
-	c = &conv{id: id}
+	c = &conv{id: id, mu: newConvLock()}
 	b.convs[id] = c
 	return c
 }
@@ -149,7 +158,9 @@ func (b *Binder) conv(id string) *conv {
 func (b *Binder) lock(ctx context.Context, id string) (*conv, error) {
 	for {
 		c := b.conv(id)
-		c.mu.Lock()
+		if err := c.mu.Lock(ctx, id); err != nil {
+			return nil, err
+		}
 		b.mu.Lock()
 		current := b.convs[id] == c
 		b.mu.Unlock()
@@ -361,8 +372,13 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
-	req, err := b.parse(call.Conversation, call.Request)
-	if err != nil {
+	req, err := b.parse(ctx, call.Conversation, call.Request)
+	switch {
+	case errors.Is(err, binding.ErrCanceled):
+		return nil, fmt.Errorf("compile of conversation %q: %w", call.Conversation, context.Cause(ctx))
+	case errors.Is(err, binding.ErrTooManyMessages):
+		return nil, api.Errorf(api.CodeLimitExceeded, "compile: request: %v (--max-messages)", err)
+	case err != nil:
 		return nil, api.Errorf(api.CodeBadRequest, "compile: request: %v", err)
 	}
 	if !req.Bound {

@@ -136,6 +136,9 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		Health:   d,
 		UID:      os.Getuid(),
 		MaxBody:  cfg.MaxBody,
+		Limits: api.Limits{ID: cfg.MaxID, Path: cfg.MaxPath, Signature: int(cfg.MaxSignature),
+			MinBodyRate: cfg.MinBodyRate, BodyGrace: cfg.BodyGrace},
+		Classify: d.classifyStorage,
 		Version:  cfg.Version,
 		Logger:   d.log.With("component", "api"),
 	}
@@ -144,7 +147,8 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	srv := &http.Server{
 		Handler:           apiServer.Handler(),
 		ConnContext:       peerContext,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(d.log.With("component", "http").Handler(), slog.LevelWarn),
 	}
 
