@@ -53,7 +53,7 @@ type Server struct {
 	// internal.
 	Classify func(error) *Error
 	Version  string
-	Logger  *slog.Logger
+	Logger   *slog.Logger
 }
 
 // routes is the one place every endpoint is registered.
