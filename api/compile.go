@@ -17,6 +17,7 @@ const (
 	CodeBadRequest          = "bad_request"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeUnknownCompile      = "unknown_compile"
+	CodeCompileForgotten    = "compile_forgotten"
 	CodeDryRunCompile       = "dry_run_compile"
 	CodeUnknownConversation = "unknown_conversation"
 	CodeInternal            = "internal"
@@ -120,9 +121,12 @@ type ReleaseCall struct {
 	Signature    string `json:"signature,omitempty"`
 }
 
-// ReleaseAnswer answers a release.
+// ReleaseAnswer answers a release: Released counts the releases recorded
+// now (a block already released counts 0). Reason says why nothing was
+// released when that is not obvious (a signature bindery never saw).
 type ReleaseAnswer struct {
-	Released int `json:"released"`
+	Released int    `json:"released"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // ConversationState is GET /v1/conversations/{id}.

@@ -13,7 +13,12 @@ import (
 //	bad_request           [400] the request is malformed: bad JSON, a missing or invalid field
 //	forbidden             [403] the peer's uid is not the daemon's (SO_PEERCRED), or a browser-style request (Origin/Referer set)
 //	not_found             [404] unknown path or unknown session id
-//	unknown_compile       [404] accept/release of a compile id bindery never made or has forgotten
+//	unknown_compile       [404] accept/release of a compile id this bindery never made (or an id of an
+//	                            older version, without a seq, that it no longer remembers)
+//	compile_forgotten     [404] accept/release of a compile this bindery made and has forgotten: beyond
+//	                            the newest --accepted-window accepted compiles of its conversation (its
+//	                            accept was recorded when first made) or the newest unaccepted ones of its
+//	                            branch (it can no longer be accepted); nothing is recorded
 //	unknown_conversation  [404] GET /v1/conversations/{id} of a conversation bindery does not know
 //	limit_exceeded        [400] a field over its bound (ids --max-id, sessionFile --max-path, signature
 //	                            --max-signature) or more messages than --max-messages; the message names
@@ -52,6 +57,7 @@ var codeStatus = map[string]int{
 	CodeForbidden:           http.StatusForbidden,
 	CodeNotFound:            http.StatusNotFound,
 	CodeUnknownCompile:      http.StatusNotFound,
+	CodeCompileForgotten:    http.StatusNotFound,
 	CodeUnknownConversation: http.StatusNotFound,
 	CodeDryRunCompile:       http.StatusConflict,
 	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,

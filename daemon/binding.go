@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -98,14 +96,6 @@ const (
 	idDryRun  = "d_"
 	idUnbound = "u_"
 )
-
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-func newCompileID(prefix string) string {
-	var b [10]byte
-	rand.Read(b[:])
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
-}
 
 // conv is one conversation's state in memory: a mirror of its rows,
 // loaded lazily from the database on first use.
@@ -203,6 +193,14 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 // nextSeq loads the high-water on first use. A failed load (the first
 // caller's context ended) is not remembered: the next call loads again.
 func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
+	if _, err := b.seqHighWater(ctx); err != nil {
+		return 0, err
+	}
+	return b.seq.Add(1), nil
+}
+
+// seqHighWater is the last compile seq assigned, loaded on first use.
+func (b *Binder) seqHighWater(ctx context.Context) (int64, error) {
 	if !b.seqLoaded.Load() {
 		b.seqMu.Lock()
 		if !b.seqLoaded.Load() {
@@ -216,7 +214,7 @@ func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
 		}
 		b.seqMu.Unlock()
 	}
-	return b.seq.Add(1), nil
+	return b.seq.Load(), nil
 }
 
 // pathInfo is what a compile knows of a pi branch.
@@ -383,7 +381,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	}
 	if !req.Bound {
 		// Not a Messages body: an empty plan, nothing to remember.
-		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound), Strips: []api.Strip{},
+		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound, 0), Strips: []api.Strip{},
 			DroppedMessages: []string{}, Cache: api.CacheChange{Cause: binding.CauseNone}}}
 		if call.Return != api.ReturnPlan {
 			ans.Request = call.Request
@@ -395,9 +393,9 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	if err != nil {
 		return nil, err
 	}
-	id := newCompileID(idReal)
+	id := newCompileID(idReal, seq)
 	if call.DryRun {
-		id = newCompileID(idDryRun)
+		id = newCompileID(idDryRun, seq)
 	}
 
 	compiled, err := func() (*binding.Compiled, error) {
@@ -946,7 +944,7 @@ func (b *Binder) lookup(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	if !found {
-		return "", api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten (bindery remembers the %d most recent unaccepted compiles of a branch)", id, b.keep.PerBranch)
+		return "", b.unknownCompile(ctx, id)
 	}
 	return row.Conversation, nil
 }
@@ -971,7 +969,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	defer c.mu.Unlock()
 	e := c.compiles[call.CompileID]
 	if e == nil || (e.rec == nil && !e.accepted) {
-		return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten", call.CompileID)
+		return nil, b.unknownCompile(ctx, call.CompileID)
 	}
 	if e.accepted {
 		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, nil
@@ -991,7 +989,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	if err != nil {
 		switch binding.Code(err) {
 		case "unknown-compile":
-			return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten", call.CompileID)
+			return nil, b.unknownCompile(ctx, call.CompileID)
 		case "dry-run":
 			return nil, api.Errorf(api.CodeDryRunCompile, "compile %q was a dry run", call.CompileID)
 		case "bad-reply", "bad-path", "bad-request":
@@ -1247,11 +1245,19 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	branch := signatureBranch
 	compile := ""
 	if call.Signature != "" {
-		rels = []binding.Release{binding.SignatureRelease(call.Signature)}
+		rel := binding.SignatureRelease(call.Signature)
+		known, err := b.blockKnown(ctx, c, rel.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
+			return &api.ReleaseAnswer{Released: 0, Reason: unknownSignature}, nil
+		}
+		rels = []binding.Release{rel}
 	} else {
 		e := c.compiles[call.CompileID]
 		if e == nil || e.rec == nil {
-			return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or its record was forgotten", call.CompileID)
+			return nil, b.unknownCompile(ctx, call.CompileID)
 		}
 		if rels, err = binding.ReleaseAtPath(e.rec, call.Path); err != nil {
 			if binding.Code(err) == "bad-path" {

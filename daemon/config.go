@@ -15,6 +15,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
 )
 
 // Config is everything `bindery serve` can be told. Every setting has a
@@ -46,6 +47,7 @@ import (
 //	--body-grace      BINDERY_BODY_GRACE     10s
 //	--header-timeout  BINDERY_HEADER_TIMEOUT 10s (to send a request's headers)
 //	--idle-timeout    BINDERY_IDLE_TIMEOUT   2m (an idle keep-alive connection is closed)
+//	--accepted-window BINDERY_ACCEPTED_WINDOW 10000 (accepted compiles a conversation remembers: a repeated accept answers 200 within it, 404 compile_forgotten beyond)
 //	--feed-buffer     BINDERY_FEED_BUFFER    1024 (events a websocket subscriber may fall behind before it is dropped)
 //	--feed-stall      BINDERY_FEED_STALL     30s (how long one event write to a subscriber may block)
 //
@@ -82,6 +84,8 @@ type Config struct {
 	IdleTimeout   time.Duration
 	FeedBuffer    int
 	FeedStall     time.Duration
+	// AcceptedWindow is db.CompileRetention.Tombstones.
+	AcceptedWindow int
 
 	// Not settable from the command line.
 	Version  string
@@ -120,6 +124,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		IdleTimeout:     2 * time.Minute,
 		FeedBuffer:      api.DefaultSubscriberBuffer,
 		FeedStall:       30 * time.Second,
+		AcceptedWindow:  db.DefaultCompileRetention.Tombstones,
 		Getenv:          getenv,
 		Database:        getenv("BINDERY_DB"),
 		Socket:          getenv("BINDERY_SOCKET"),
@@ -164,7 +169,8 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		env string
 		p   *int
-	}{{"BINDERY_MAX_MESSAGES", &c.MaxMessages}, {"BINDERY_MAX_ID", &c.MaxID}, {"BINDERY_MAX_PATH", &c.MaxPath}, {"BINDERY_FEED_BUFFER", &c.FeedBuffer}} {
+	}{{"BINDERY_MAX_MESSAGES", &c.MaxMessages}, {"BINDERY_MAX_ID", &c.MaxID}, {"BINDERY_MAX_PATH", &c.MaxPath}, {"BINDERY_FEED_BUFFER", &c.FeedBuffer},
+		{"BINDERY_ACCEPTED_WINDOW", &c.AcceptedWindow}} {
 		if v := getenv(d.env); v != "" {
 			if *d.p, err = strconv.Atoi(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", d.env, err))
@@ -226,6 +232,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BodyGrace, "body-grace", c.BodyGrace, "time a request body has before --min-body-rate applies (env BINDERY_BODY_GRACE)")
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "time a client has to send a request's headers (env BINDERY_HEADER_TIMEOUT)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "an idle keep-alive connection is closed after this (env BINDERY_IDLE_TIMEOUT)")
+	fs.IntVar(&c.AcceptedWindow, "accepted-window", c.AcceptedWindow, "accepted compiles a conversation remembers: a repeated accept within them answers 200 (repeated), beyond them 404 compile_forgotten (env BINDERY_ACCEPTED_WINDOW)")
 	fs.IntVar(&c.FeedBuffer, "feed-buffer", c.FeedBuffer, "events a websocket subscriber may fall behind before it is dropped with a close reason (env BINDERY_FEED_BUFFER)")
 	fs.DurationVar(&c.FeedStall, "feed-stall", c.FeedStall, "how long one event write to a websocket subscriber may block before the connection is cut (env BINDERY_FEED_STALL)")
 }
@@ -306,7 +313,7 @@ func (c *Config) Resolve() error {
 	}{{"--max-messages", int64(c.MaxMessages)}, {"--max-id", int64(c.MaxID)}, {"--max-path", int64(c.MaxPath)},
 		{"--max-signature", c.MaxSignature}, {"--min-body-rate", c.MinBodyRate}, {"--feed-buffer", int64(c.FeedBuffer)},
 		{"--body-grace", int64(c.BodyGrace)}, {"--header-timeout", int64(c.HeaderTimeout)}, {"--idle-timeout", int64(c.IdleTimeout)},
-		{"--feed-stall", int64(c.FeedStall)}} {
+		{"--feed-stall", int64(c.FeedStall)}, {"--accepted-window", int64(c.AcceptedWindow)}} {
 		if b.v <= 0 {
 			return fmt.Errorf("%s must be positive", b.flag)
 		}

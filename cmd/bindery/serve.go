@@ -26,7 +26,7 @@ func serve(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	cfg.Flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: bindery serve [flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM. Flags:")
+		fmt.Fprintln(stderr, "Usage: bindery serve [flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM (SIGHUP is logged and ignored). Flags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +61,18 @@ func serve(args []string, stderr io.Writer) error {
 	go func() {
 		<-ctx.Done()
 		stop() // a second signal now ends the process at once
+	}()
+	// SIGHUP (a closing terminal, systemctl reload) must not kill the
+	// daemon. Every setting is read once at start and nothing can be
+	// reloaded in place, so it is logged and otherwise ignored: restart
+	// the daemon to apply changed flags, environment or model table.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			cfg.Logger.Info("SIGHUP ignored: bindery reads its settings only at start; restart it to apply changes")
+		}
 	}()
 	err = daemon.Run(ctx, cfg)
 	if bar != nil {
