@@ -269,4 +269,3 @@ func TestShutdownKeepsForeignFileAtSocketPath(t *testing.T) {
 		t.Errorf("own socket after shutdown: %v", err)
 	}
 }
-
