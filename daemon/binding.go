@@ -483,6 +483,11 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 		return compiled, nil
 	}
 	rec := compiled.Persist.Record
+	if ctx.Err() != nil {
+		// The caller is gone: nobody will send this request, so nothing
+		// of it is recorded (the host compiles again when it retries).
+		return nil, fmt.Errorf("compile of conversation %q abandoned: %w", call.Conversation, context.Cause(ctx))
+	}
 	if err := b.persistCompile(ctx, c, call, compiled, rec); err != nil {
 		return nil, err
 	}
