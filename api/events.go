@@ -157,7 +157,7 @@ func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// write times out and cuts the connection with no close frame at all.
 	behind := func() {
 		reason := fmt.Sprintf("subscriber fell behind: %d events buffered; resume with ?since=%d", f.Hub.buffer, last)
-		log.Warn("events: dropped a subscriber that fell behind", "buffered", f.Hub.buffer, "last", last, "conversation", conversation)
+		log.Info("events: closing the feed of a subscriber that fell behind", "reason", reason)
 		c.Close(websocket.StatusPolicyViolation, reason)
 	}
 	for {
