@@ -66,3 +66,20 @@ func TestMemoSharedPrefix(t *testing.T) {
 		t.Fatalf("second parse: %d hits %d misses, want 2000 hits 0 misses", h1-h0, m1-m0)
 	}
 }
+
+func TestObjectEnd(t *testing.T) {
+	for _, obj := range []string{`{}`, `{"a":1}`, `{"a":"}"}`, `{"a":"\"}"}`, `{"a":"\\"}`, `{"a":"\\\"}\\"}`, `{"a":[{"b":"]"},[]]}`, `{"\\\\":"\\\\\\\""}`} {
+		for _, tail := range []string{"", ",", `,{"x":1}]`, `}`} {
+			in := []byte("  " + obj + tail)
+			end, ok := objectEnd(in, 2)
+			if !ok || string(in[2:end]) != obj {
+				t.Errorf("objectEnd(%q) = %q %v, want %q", in, in[2:end], ok, obj)
+			}
+		}
+	}
+	for _, bad := range []string{`{`, `{"a":"}`, `{"a":[}`} {
+		if _, ok := objectEnd([]byte(bad), 0); ok {
+			t.Errorf("objectEnd(%q) ok on an unterminated object", bad)
+		}
+	}
+}

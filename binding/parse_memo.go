@@ -1,6 +1,6 @@
 package binding
 
-import "github.com/my-pi/bindery/binding/jsonscan"
+import "bytes"
 
 // Memo remembers the parsed form (role, frame, block digests and keys) of
 // messages seen in earlier requests, so that a Parser using it skips
@@ -54,7 +54,7 @@ func (m *Memo) Stats() (hits, misses int) { return m.hits, m.misses }
 
 // lookup returns the remembered message whose raw bytes start in at pos,
 // in time linear in the element's length. The candidate extent is found by
-// bracket matching (jsonscan.SkipValue, which validates nothing): a stored
+// bracket matching (objectEnd, which validates nothing): a stored
 // element was valid, so its nesting first returns to zero at its own last
 // byte, and if in[pos:] starts with it the candidate is exactly it. A
 // candidate that equals no stored element byte for byte is a miss, whatever
@@ -66,7 +66,7 @@ func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 	if m.entries == nil || len(in)-pos < memoMinLen || in[pos] != '{' {
 		return nil
 	}
-	end, ok := jsonscan.SkipValue(in, pos)
+	end, ok := objectEnd(in, pos)
 	if !ok || end-pos < memoMinLen {
 		m.misses++
 		return nil
@@ -131,4 +131,41 @@ func (m *Memo) endParse() {
 		}
 	}
 	m.gen++
+}
+
+// objectEnd returns the index just past the object starting at in[pos]
+// ('{'): where the bracket nesting returns to zero, brackets inside
+// strings not counting. Nothing is validated; ok is false when the
+// nesting never returns to zero.
+func objectEnd(in []byte, pos int) (int, bool) {
+	depth := 0
+	for i := pos; i < len(in); i++ {
+		switch in[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		case '"':
+			// to the closing quote: one not preceded by an odd run of
+			// backslashes
+			for {
+				j := bytes.IndexByte(in[i+1:], '"')
+				if j < 0 {
+					return len(in), false
+				}
+				i += 1 + j
+				k := i - 1
+				for k > pos && in[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		}
+	}
+	return len(in), false
 }
