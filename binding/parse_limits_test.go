@@ -83,3 +83,31 @@ func TestObjectEnd(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseMessages: a parse with a conversation's memo against the
+// message count, messages sharing all but their last bytes (pi's tool
+// results). ns/msg must stay flat: the memo's lookup is one map probe.
+func BenchmarkParseMessages(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		body := manyMessages(n)
+		for _, mode := range []string{"fresh", "memo"} {
+			b.Run(fmt.Sprintf("%s/%d", mode, n), func(b *testing.B) {
+				p := Parser{}
+				if mode == "memo" {
+					p.Memo = &Memo{MaxBytes: 64 << 20}
+					p.Parse(body)
+				}
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					if mode == "fresh" {
+						p.Memo = &Memo{MaxBytes: 64 << 20}
+					}
+					if _, err := p.Parse(body); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/msg")
+			})
+		}
+	}
+}
