@@ -103,7 +103,9 @@ type InputTransformation struct {
 }
 
 // AcceptAnswer answers an accept. Repeated is true when the compile was
-// already accepted: nothing was recorded twice.
+// already accepted: nothing was recorded twice. A repeat is recognized for
+// the newest --accepted-window accepted compiles of a conversation; an
+// older one answers 404 compile_forgotten (README "Limits", Retention).
 type AcceptAnswer struct {
 	Accepted bool `json:"accepted"`
 	Stamped  int  `json:"stamped"`
