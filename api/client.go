@@ -131,9 +131,18 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 }
 
 // Sessions is GET /v1/sessions.
-func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) { return c.SessionsIn(ctx, "") }
+
+// SessionsIn is GET /v1/sessions?cwd=DIR: the sessions of a workspace,
+// those pi ran in DIR or a folder under it (InWorkspace). An empty dir
+// lists every session.
+func (c *Client) SessionsIn(ctx context.Context, dir string) ([]Session, error) {
 	var l SessionList
-	err := c.Do(ctx, http.MethodGet, "/v1/sessions", nil, &l)
+	path := "/v1/sessions"
+	if dir != "" {
+		path += "?cwd=" + url.QueryEscape(dir)
+	}
+	err := c.Do(ctx, http.MethodGet, path, nil, &l)
 	return l.Sessions, err
 }
 

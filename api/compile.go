@@ -75,6 +75,7 @@ type CompilePlan struct {
 	Engaged          bool        `json:"engaged"`
 	DryRun           bool        `json:"dryRun,omitempty"`
 	ThinkingStripped int         `json:"thinkingStripped"`
+	ThinkingKept     int         `json:"thinkingKept"` // thinking blocks sent on, as the request carried them
 	Strips           []Strip     `json:"strips"`
 	DroppedMessages  []string    `json:"droppedMessages"`
 	Cache            CacheChange `json:"cache"`

@@ -11,7 +11,7 @@ import (
 // Event types on GET /v1/events (api.md). Every event carries seq, time,
 // type and conversation; the rest of its fields depend on the type.
 const (
-	EventCompile      = "compile"              // compileId, branch, dryRun, engaged, thinkingStripped, strips, droppedMessages, cache
+	EventCompile      = "compile"              // compileId, branch, dryRun, engaged, thinkingStripped, thinkingKept, strips, droppedMessages, cache
 	EventStrip        = "strip"                // compileId, branch, path, reason, tokens (one per strip of a real compile)
 	EventAccept       = "accept"               // compileId, branch, stamped, released, repeated
 	EventRelease      = "release"              // branch, compileId, path or signature, released, source

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -161,10 +162,24 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	dir := r.URL.Query().Get("cwd")
+	if dir != "" && (len(dir) > MaxWorkspacePath || !filepath.IsAbs(dir)) {
+		writeError(w, Errorf(CodeBadRequest, "cwd must be an absolute path of at most %d bytes", MaxWorkspacePath))
+		return
+	}
 	list, err := s.Sessions.ListSessions(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if dir != "" {
+		in := list[:0]
+		for _, ses := range list {
+			if InWorkspace(ses.Cwd, dir) {
+				in = append(in, ses)
+			}
+		}
+		list = in
 	}
 	if list == nil {
 		list = []Session{}

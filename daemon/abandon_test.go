@@ -15,8 +15,8 @@ func awaitT[T any](t *testing.T, what string, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(30 * time.Second):
-		t.Fatalf("timed out after 30 s waiting for %s", what)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("timed out after 60 s waiting for %s", what)
 		panic("unreachable")
 	}
 }

@@ -832,7 +832,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		}
 		strips := stripsOf(compiled)
 		fields := map[string]any{"compileId": rec.ID, "branch": call.Branch, "engaged": compiled.Engaged, "binds": compiled.Binds,
-			"thinkingStripped": len(strips), "droppedMessages": droppedOf(compiled), "cache": cacheOf(compiled), "model": rec.Model}
+			"thinkingStripped": len(strips), "thinkingKept": len(compiled.Kept), "droppedMessages": droppedOf(compiled), "cache": cacheOf(compiled), "model": rec.Model}
 		if len(strips) > 0 {
 			fields["strips"] = strips
 		}
@@ -912,7 +912,7 @@ func cacheOf(c *binding.Compiled) api.CacheChange {
 func (b *Binder) answer(call *api.CompileCall, req *binding.Request, c *binding.Compiled) *api.CompileAnswer {
 	ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{
 		CompileID: c.ID, Bound: c.Bound, Engaged: c.Engaged, DryRun: call.DryRun,
-		ThinkingStripped: len(c.Strips), Strips: stripsOf(c), DroppedMessages: droppedOf(c), Cache: cacheOf(c),
+		ThinkingStripped: len(c.Strips), ThinkingKept: len(c.Kept), Strips: stripsOf(c), DroppedMessages: droppedOf(c), Cache: cacheOf(c),
 	}}
 	if call.Return == api.ReturnPlan {
 		return ans

@@ -16,12 +16,14 @@ import (
 )
 
 // Ingested is the ingest sink's hook into the binding state, called after
-// a batch committed: every assistant reply with signed thinking that landed
-// in a session file gets its stamps linked to its entry, and a reply no
-// accept stamped is attributed by its parent entry (design/binding.md,
-// "Reply seen only in the session file"). Errors are reported, never fatal
-// to ingest: the file's rows are already committed, and a reply bindery
-// cannot attribute is stripped later (safe).
+// a batch committed: a reply with signed thinking that landed in a session
+// file with no stamp (its accept did not come, or has not yet) is
+// attributed by its parent entry (design/binding.md, "Reply seen only in
+// the session file"). Linking stamps that already exist to their entries
+// is not done here but in the ingest transaction itself (db.Ingest), so no
+// crash or shutdown between the commit and this hook can lose a link.
+// Errors are reported, never fatal to ingest: the file's rows are already
+// committed, and a reply bindery cannot attribute is stripped later (safe).
 func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) error {
 	if ing.SessionID == "" || batch.Kind == db.Removed {
 		return nil
@@ -52,17 +54,19 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 	}
 	// One read decides whether there is anything to do: a cold ingest of
 	// an archive bindery never compiled for writes nothing here.
+	unstamped := func(have map[binding.Digest]db.StampRow) bool {
+		for _, k := range all {
+			if _, ok := have[k]; !ok {
+				return true
+			}
+		}
+		return false
+	}
 	have, err := b.db.Stamps(ctx, all)
 	if err != nil {
 		return err
 	}
-	needLink, needAttr := false, false
-	for _, k := range all {
-		s, ok := have[k]
-		needLink = needLink || (ok && s.Entry == "")
-		needAttr = needAttr || !ok
-	}
-	if !needLink && !needAttr {
+	if !unstamped(have) {
 		return nil
 	}
 	c, err := b.lock(ctx, ing.SessionID)
@@ -71,10 +75,12 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 	}
 	defer c.mu.Unlock()
 	if len(c.compiles) == 0 {
-		needAttr = false // nothing was compiled in this session: nothing to attribute to
+		return nil // nothing was compiled in this session: nothing to attribute to
 	}
-	if !needLink && !needAttr {
-		return nil
+	// Read again under the lock: an accept that stamped these replies
+	// while this hook waited for the lock has said which compile made them.
+	if have, err = b.db.Stamps(ctx, all); err != nil {
+		return err
 	}
 	type attributed struct {
 		entry  string
@@ -91,7 +97,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 				missing = true
 			}
 		}
-		if !missing || !needAttr {
+		if !missing {
 			continue
 		}
 		// The reply's accept did not carry it (or has not arrived): the
@@ -135,19 +141,6 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 				if err := emit(api.EventStampSkipped, c.id, map[string]any{"entry": a.entry, "compiles": a.skip.Compiles,
 					"reason": "the reply's parent was the head of compiles with different prefixes and no accept said which one it answered"}); err != nil {
 					return err
-				}
-			}
-		}
-		if needLink {
-			for _, r := range replies {
-				n, err := db.LinkStampEntries(ctx, tx, r.e.ID, r.keys)
-				if err != nil {
-					return err
-				}
-				if n > 0 {
-					if err := emit(api.EventStamp, c.id, map[string]any{"entry": r.e.ID, "source": "link", "linked": n}); err != nil {
-						return err
-					}
 				}
 			}
 		}

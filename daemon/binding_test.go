@@ -134,9 +134,10 @@ func TestBinderConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer feed.Close()
-	for e.hub.Subscribers() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the feed to subscribe", func() (bool, string) {
+		n := e.hub.Subscribers()
+		return n > 0, fmt.Sprintf("%d subscribers", n)
+	})
 	var seenMu sync.Mutex
 	var seen []int64
 	go func() {
@@ -206,16 +207,11 @@ func TestBinderConcurrent(t *testing.T) {
 	}
 	// the feed saw every committed event, live, in seq order
 	_, newest, _ := e.db.EventBounds(t.Context())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("the feed to deliver every event up to seq %d", newest), func() (bool, string) {
 		seenMu.Lock()
-		n := len(seen)
-		seenMu.Unlock()
-		if int64(n) >= newest || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer seenMu.Unlock()
+		return int64(len(seen)) >= newest, fmt.Sprintf("%d events delivered", len(seen))
+	})
 	seenMu.Lock()
 	defer seenMu.Unlock()
 	for i, seq := range seen {

@@ -222,8 +222,10 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		return nil
 	})
 
+	// files_known is what the database knew at start; the files found on
+	// disk are logged when the first scan is over ("first scan done").
 	d.log.Info("serving", "socket", cfg.Socket, "database", cfg.Database, "roots", len(d.roots),
-		"files", len(saved), "version", cfg.Version)
+		"files_known", len(saved), "version", cfg.Version)
 	if err := notify("READY=1\nSTATUS=serving on " + cfg.Socket); err != nil {
 		d.log.Warn("systemd notify", "err", err)
 	}
@@ -245,7 +247,8 @@ func (d *daemon) trackFirstScan(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if !d.watch.Status().LastRescan.IsZero() {
+		if st := d.watch.Status(); !st.LastRescan.IsZero() {
+			d.log.Info("first scan done", "files", st.Files, "bytes", st.Bytes, "ingested", st.Ingested)
 			d.ingest.finished.Store(true)
 			d.ingest.report()
 			return nil

@@ -330,7 +330,7 @@ func start(t testing.TB, cfg Config) (stop func() error) {
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
 	c := api.NewClient(cfg.Socket)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
 			break
@@ -343,7 +343,7 @@ func start(t testing.TB, cfg Config) (stop func() error) {
 		}
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatal("daemon did not answer within 10s")
+			t.Fatal("daemon did not answer within 60s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -362,10 +362,12 @@ func start(t testing.TB, cfg Config) (stop func() error) {
 	return stop
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or the deadline passes, failing with
+// what was awaited and the last state cond reported. The deadline bounds a
+// hang; it asserts no speed (the machine is shared, the race detector slow).
 func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		ok, state := cond()

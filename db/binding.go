@@ -222,21 +222,6 @@ func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRo
 	return added, nil
 }
 
-// LinkStampEntries links stamps (by key) to the session entry holding
-// them, where not yet linked; it returns how many it linked.
-func LinkStampEntries(ctx context.Context, tx *sql.Tx, entry string, keys []binding.Digest) (int, error) {
-	n := 0
-	for _, k := range keys {
-		res, err := txExec(ctx, tx, sqlLinkStampEntry, entry, k[:])
-		if err != nil {
-			return n, fmt.Errorf("link stamp to entry %s: %w", entry, err)
-		}
-		d, _ := res.RowsAffected()
-		n += int(d)
-	}
-	return n, nil
-}
-
 // InsertReleases records releases on a branch (a block released twice
 // keeps its first release). It returns the releases actually inserted.
 func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]ReleaseRow, error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,21 +111,21 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 	if _, total, linked, _ := d.StampCounts(t.Context(), "conv"); total != 1 || linked != 0 {
 		t.Fatalf("stamp count %d", total)
 	}
-	// linking to the session entry happens once
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		for i, want := range []int{1, 0} {
-			n, err := LinkStampEntries(ctx, tx, "e1", []binding.Digest{bdigest("r1")})
-			if err != nil || n != want {
-				return fmt.Errorf("link %d: n=%d err=%v", i, n, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	// A stamp made before its reply was read from the session file is
+	// linked by the ingest that reads it, in the same transaction, once.
+	r1 := bdigest("r1")
+	reply := []Entry{{Line: 2, Offset: 100, Length: 80, Type: "message", ID: "e1", Role: "assistant",
+		Thinking: []Thinking{{Index: 0, Signed: true, SigDigest: r1[:], Chars: 10}}}}
+	ing := ingest(t, d, reportBatch("/w/conv.jsonl", Found, 180, 2, reply))
+	if ing.Linked != 1 || !hasEvent(ing.Events, EventStamp, `"linked":1`) {
+		t.Fatalf("first ingest of the reply: linked %d, events %+v", ing.Linked, ing.Events)
 	}
 	if _, _, linked, _ := d.StampCounts(t.Context(), "conv"); linked != 1 {
 		t.Fatalf("linked stamps %d", linked)
+	}
+	ing = ingest(t, d, reportBatch("/w/conv.jsonl", Rewritten, 180, 2, reply))
+	if ing.Linked != 0 || hasEvent(ing.Events, EventStamp, "") {
+		t.Fatalf("the same reply read again linked again: %d, events %+v", ing.Linked, ing.Events)
 	}
 	// an engagement is never moved
 	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
@@ -226,4 +227,13 @@ func TestForgetCompiles(t *testing.T) {
 	if c, found, _ := d.Compile(t.Context(), "c"); !found || c.Record == nil {
 		t.Fatal("c (unaccepted) lost its record")
 	}
+}
+
+func hasEvent(evs []Event, typ, fields string) bool {
+	for _, e := range evs {
+		if e.Type == typ && strings.Contains(string(e.Fields), fields) {
+			return true
+		}
+	}
+	return false
 }

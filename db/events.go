@@ -12,6 +12,7 @@ import (
 const (
 	EventSession     = "session"      // change (found|grew|rewritten|removed), file, entries, offset
 	EventIngestError = "ingest-error" // file, line, offset, reason
+	EventStamp       = "stamp"        // entry, source "link", linked: stamps linked to the entry that holds them
 )
 
 // Event is one row of the event log.

@@ -106,6 +106,7 @@ type Ingested struct {
 	File      int64  // files.id
 	SessionID string // "" when the file has no header yet
 	Entries   int    // entry rows written
+	Linked    int    // stamps linked to the entries written (by signature)
 	Events    []Event
 }
 
@@ -232,9 +233,11 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	out.SessionID = f.session
 
 	thinking := 0
+	linked := map[string]int{} // entry id -> stamps linked to it
 	insEntry := tx.StmtContext(ctx, d.stmts.insertEntry)
 	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
 	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
+	linkStamp := tx.StmtContext(ctx, d.stmts.linkStamp)
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		u := e.Usage
@@ -263,6 +266,19 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
 			}
 			thinking++
+			// A stamp an accept or compile made before this line was read
+			// is linked to its entry in the same transaction: a link made
+			// after the commit was lost to a crash or shutdown in between,
+			// and nothing ever read the line again.
+			if t.Signed && len(t.SigDigest) == 32 {
+				res, err := linkStamp.ExecContext(ctx, e.ID, t.SigDigest)
+				if err != nil {
+					return out, fmt.Errorf("line %d: link stamp of thinking block %d: %w", e.Line, t.Index, err)
+				}
+				if n, _ := res.RowsAffected(); n > 0 {
+					linked[e.ID] += int(n)
+				}
+			}
 		}
 		if e.CustomType == FrontierType && len(e.Data) > 0 {
 			if _, err := insFrontier.ExecContext(ctx, seq, f.id, string(e.Data)); err != nil {
@@ -271,6 +287,18 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		}
 	}
 	out.Entries = len(b.Entries)
+	for i := range b.Entries {
+		id := b.Entries[i].ID
+		if n := linked[id]; n > 0 {
+			ev, err := AppendEvent(ctx, tx, EventStamp, f.session, map[string]any{"entry": id, "source": "link", "linked": n})
+			if err != nil {
+				return out, err
+			}
+			out.Events = append(out.Events, ev)
+			out.Linked += n
+			delete(linked, id)
+		}
+	}
 	if n := len(b.Entries); n > 0 {
 		last := b.Entries[n-1]
 		_, err := tx.StmtContext(ctx, d.stmts.advanceSession).ExecContext(ctx,
@@ -350,8 +378,8 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 
 // writerStmts are the hot statements, prepared once on the writer.
 type writerStmts struct {
-	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
-	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
+	liveFile, insertFile, updateCursor, upsertSession, advanceSession   *sql.Stmt
+	insertEntry, insertThinking, insertFrontier, insertError, linkStamp *sql.Stmt
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -375,6 +403,7 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
+		{&d.stmts.linkStamp, sqlLinkStampEntry},
 	} {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -388,7 +417,7 @@ func (d *DB) prepare(ctx context.Context) error {
 
 func (s *writerStmts) close() {
 	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError} {
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.linkStamp} {
 		if st != nil {
 			st.Close()
 		}

@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -23,33 +21,9 @@ import (
 	"github.com/my-pi/bindery/api"
 )
 
-func newFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *clientFlags) {
-	fs := flag.NewFlagSet("bindery "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f clientFlags
-	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
-	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: bindery %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs, &f
-}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "bindery: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
-	}
-	return nil
-}
-
 func compileCmd(args []string, stdout, stderr io.Writer) error {
-	fs, f := newFlags("compile", "--conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]", stderr)
+	cmd := newCommand("compile", "--conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]", stdout, stderr)
+	fs, f := cmd.fs, cmd.client()
 	conv := fs.String("conversation", "", "the conversation (a pi session id, or any id the host chooses)")
 	branch := fs.String("branch", "", "the branch (pi: the leaf entry id the request was built on)")
 	file := fs.String("file", "", "the Anthropic Messages request body ('-' for stdin)")
@@ -58,12 +32,11 @@ func compileCmd(args []string, stdout, stderr io.Writer) error {
 	sessionFile := fs.String("session-file", "", "the pi session file, so bindery follows it")
 	parent := fs.String("parent", "", "a new conversation or branch made from CONVERSATION[/BRANCH]")
 	out := fs.String("out", "", "write the rewritten request to this file")
-	if err := parseFlags(fs, args); err != nil {
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if *conv == "" || *file == "" {
-		fs.Usage()
-		return errUsage
+	if err := cmd.require("conversation", "file"); err != nil {
+		return err
 	}
 	body, err := readInput(*file)
 	if err != nil {
@@ -103,7 +76,7 @@ func compileCmd(args []string, stdout, stderr io.Writer) error {
 	if ans.DryRun {
 		fmt.Fprintf(tw, "dry run\tyes (nothing recorded; it cannot be accepted)\n")
 	}
-	fmt.Fprintf(tw, "stripped\t%d thinking blocks\n", ans.ThinkingStripped)
+	fmt.Fprintf(tw, "stripped\t%s\n", plural(ans.ThinkingStripped, "thinking block", "thinking blocks"))
 	cache := ans.Cache.Cause
 	if ans.Cache.FirstChange != "" {
 		cache = ans.Cache.FirstChange + " (" + ans.Cache.Cause + ")"
@@ -132,17 +105,17 @@ func compileCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func acceptCmd(args []string, stdout, stderr io.Writer) error {
-	fs, f := newFlags("accept", "--compile ID [--reply FILE] [--transformations FILE] [--usage FILE]", stderr)
+	cmd := newCommand("accept", "--compile ID [--reply FILE] [--transformations FILE] [--usage FILE]", stdout, stderr)
+	fs, f := cmd.fs, cmd.client()
 	id := fs.String("compile", "", "the compile id the request was sent with")
 	reply := fs.String("reply", "", "the reply (assistant message in the provider's shape), JSON")
 	trs := fs.String("transformations", "", "the response's input_transformations, a JSON array")
 	usage := fs.String("usage", "", "the response's usage object, JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if *id == "" {
-		fs.Usage()
-		return errUsage
+	if err := cmd.require("compile"); err != nil {
+		return err
 	}
 	call := &api.AcceptCall{CompileID: *id}
 	if *reply != "" {
@@ -203,18 +176,21 @@ func acceptCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func releaseCmd(args []string, stdout, stderr io.Writer) error {
-	fs, f := newFlags("release", "--conversation ID (--compile ID --path messages.N.content.M | --signature SIG)", stderr)
+	cmd := newCommand("release", "--conversation ID (--compile ID --path messages.N.content.M | --signature SIG)", stdout, stderr)
+	fs, f := cmd.fs, cmd.client()
 	conv := fs.String("conversation", "", "the conversation")
 	branch := fs.String("branch", "", "the branch (informational; the compile's branch is used)")
 	id := fs.String("compile", "", "the compile whose request the provider refused")
 	path := fs.String("path", "", "the path the provider's 400 named, in the request as sent")
 	sig := fs.String("signature", "", "release this block (its signature, or redacted data) on every branch")
-	if err := parseFlags(fs, args); err != nil {
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if *conv == "" || (*sig == "" && (*id == "" || *path == "")) {
-		fs.Usage()
-		return errUsage
+	if err := cmd.require("conversation"); err != nil {
+		return err
+	}
+	if *sig == "" && (*id == "" || *path == "") {
+		return cmd.fail("name the block: --compile and --path, or --signature")
 	}
 	ctx, cancel := callCtx()
 	defer cancel()
@@ -225,24 +201,38 @@ func releaseCmd(args []string, stdout, stderr io.Writer) error {
 	if f.json {
 		return printJSON(stdout, ans)
 	}
-	fmt.Fprintf(stdout, "released %d thinking blocks\n", ans.Released)
+	fmt.Fprintf(stdout, "released %s\n", plural(ans.Released, "thinking block", "thinking blocks"))
 	return nil
 }
 
 func tailCmd(args []string, stdout, stderr io.Writer) error {
-	fs, f := newFlags("tail", "[--conversation ID] [--since SEQ] [--json]", stderr)
+	cmd := newCommand("tail", "[--conversation ID] [--since SEQ] [--json] [--no-reconnect]", stdout, stderr)
+	fs, f := cmd.fs, cmd.client()
 	conv := fs.String("conversation", "", "only this conversation's events")
 	since := fs.Int64("since", -1, "first replay the events after this seq (0: everything the log keeps)")
 	once := fs.Bool("no-reconnect", false, "exit when the daemon ends the feed instead of resuming")
-	if err := parseFlags(fs, args); err != nil {
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
 	client := f.client()
+	if *conv != "" {
+		// A session's unique prefix names it here too; with the daemon
+		// down the id is taken as typed (tail waits for the daemon).
+		rctx, cancel := callCtx()
+		full, err := resolveSession(rctx, client, *conv)
+		cancel()
+		if _, down := errors.AsType[*api.NotRunningError](err); err != nil && !down {
+			return err
+		} else if err == nil {
+			*conv = full
+		}
+	}
+	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
 	backoff := 100 * time.Millisecond
-	for {
+	var ev eventPrinter
+	for connects := 0; ; connects++ {
 		st, err := client.Events(ctx, opt)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -254,6 +244,16 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "bindery: %v; retrying\n", err)
 		} else {
 			backoff = 100 * time.Millisecond
+			// Say that the feed is followed (and again after each
+			// reconnect): a quiet feed otherwise shows nothing at all.
+			switch {
+			case connects > 0:
+				fmt.Fprintf(stderr, "bindery: reconnected; resuming after seq %d\n", opt.Since)
+			case opt.HasSince:
+				fmt.Fprintf(stderr, "bindery: following the feed: the events after seq %d, then live\n", opt.Since)
+			default:
+				fmt.Fprintln(stderr, "bindery: following the feed live (Ctrl-C ends it)")
+			}
 			for {
 				e, err := st.Next(ctx)
 				if err != nil {
@@ -275,7 +275,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 					fmt.Fprintf(stderr, "bindery: feed ended (%s); resuming after seq %d\n", reason, st.Last)
 					break
 				}
-				if err := printEvent(stdout, e, f.json); err != nil {
+				if err := ev.print(stdout, e, f.json); err != nil {
 					return err
 				}
 			}
@@ -288,29 +288,6 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-func printEvent(w io.Writer, e api.Event, asJSON bool) error {
-	if asJSON {
-		_, err := fmt.Fprintf(w, "%s\n", e.Raw)
-		return err
-	}
-	var fields map[string]json.RawMessage
-	json.Unmarshal(e.Fields, &fields)
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if k != "strips" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%6d %s %-14s %s", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, e.Conversation)
-	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%s", k, strings.Trim(string(fields[k]), `"`))
-	}
-	_, err := fmt.Fprintln(w, b.String())
-	return err
 }
 
 // showConversation prints the binding state of a conversation (pi or not);
@@ -371,7 +348,7 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 // identified by its path). Leaves compiles named that the file does not
 // show yet follow; the per-leaf bookkeeping is only in --json.
 func showTreeBranches(stdout io.Writer, st *api.ConversationState) error {
-	fmt.Fprintf(stdout, "\n  %d branches (session tree leaves; %d leaves compiled at):\n", len(st.Branches), len(st.CompileLeaves))
+	fmt.Fprintf(stdout, "\n  %s (session tree leaves; %s compiled at):\n", plural(len(st.Branches), "branch", "branches"), plural(len(st.CompileLeaves), "leaf", "leaves"))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEAF\tENTRIES\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\t")
 	for _, b := range st.Branches {

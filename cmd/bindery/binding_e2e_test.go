@@ -388,17 +388,6 @@ func (p *piSession) assistant(id, parent string, reply json.RawMessage, model st
 			"usage": map[string]any{"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20}}})
 }
 
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a deadline, not a timing assertion: the VM is shared
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestPiSessionForksAndFileAttribution runs a pi session: conversation =
 // session id, branch = leaf entry id. One reply is never accepted: bindery
 // must attribute it from the session file by its parent entry. Then the
@@ -431,9 +420,9 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 	}
 	entries := 0
 	waitIngested := func() {
-		waitUntil(t, "the watcher to ingest the session", func() bool {
+		waitFor(t, fmt.Sprintf("the watcher to ingest the session's %d entries", entries), func() (bool, string) {
 			s, err := d.client.Session(ctxT(t), sid)
-			return err == nil && s.Entries == entries
+			return err == nil && s.Entries == entries, sessionState(s, err)
 		})
 	}
 	// round: a user entry under parent, compile at it, answer, write the
@@ -469,9 +458,9 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 	// a reply whose accept never comes: only the session file shows it
 	round("u3", "a2", "and more", "a3", false)
 	waitIngested()
-	waitUntil(t, "the reply in the file to be stamped", func() bool {
+	waitFor(t, "the reply in the file to be stamped (3 stamps)", func() (bool, string) {
 		st, err := d.client.Conversation(ctxT(t), sid)
-		return err == nil && st.Stamps == 3
+		return err == nil && st.Stamps == 3, convState(st, err)
 	})
 	restart()
 	ans := round("u4", "a3", "go on", "a4", true)
@@ -508,9 +497,9 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 		t.Fatalf("session state: %+v", st)
 	}
 	// every reply landed in the file: its stamp links to its entry
-	waitUntil(t, "stamps linked to their session entries", func() bool {
+	waitFor(t, "6 stamps linked to their session entries", func() (bool, string) {
 		st, err := d.client.Conversation(ctxT(t), sid)
-		return err == nil && st.StampsLinked == 6
+		return err == nil && st.StampsLinked == 6, convState(st, err)
 	})
 
 	// The session's branches are its tree's two leaves (design/binding.md:
@@ -573,9 +562,9 @@ func TestPiSessionForksAndFileAttribution(t *testing.T) {
 	}
 	ps2.user("u7", "a4", "forked into a new file")
 	nodes["u7"] = node{"u7", "a4", map[string]any{"role": "user", "content": "forked into a new file"}}
-	waitUntil(t, "the forked session file to be ingested", func() bool {
+	waitFor(t, "the forked session file to be ingested (9 entries)", func() (bool, string) {
 		s, err := d.client.Session(ctxT(t), sid2)
-		return err == nil && s.Entries == 9
+		return err == nil && s.Entries == 9, sessionState(s, err)
 	})
 	h.messages = pathTo("u7")
 	nf, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid2, Branch: "u7", Request: h.body(h.system)})
@@ -954,15 +943,15 @@ func TestCompileFollowsSessionFile(t *testing.T) {
 	if _, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid, Branch: "u1", SessionFile: ps.path, Request: h.body(h.system)}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the named session file to be followed", func() bool {
+	waitFor(t, "the named session file to be followed (1 entry)", func() (bool, string) {
 		s, err := d.client.Session(ctxT(t), sid)
-		return err == nil && s.Entries == 1
+		return err == nil && s.Entries == 1, sessionState(s, err)
 	})
 	d.restart(0)
 	ps.user("u2", "u1", "again")
-	waitUntil(t, "the followed file to be followed after a restart", func() bool {
+	waitFor(t, "the followed file to be followed after a restart (2 entries)", func() (bool, string) {
 		s, err := d.client.Session(ctxT(t), sid)
-		return err == nil && s.Entries == 2
+		return err == nil && s.Entries == 2, sessionState(s, err)
 	})
 }
 
@@ -1064,4 +1053,19 @@ func TestBindingCLI(t *testing.T) {
 	if got := strings.Join(types, " "); !strings.HasPrefix(got, "compile engage accept compile strip") || !strings.HasSuffix(got, "release") {
 		t.Fatalf("tail types %q, want %q (and any strips)", got, want)
 	}
+}
+
+// sessionState and convState say what a wait last saw.
+func sessionState(s api.SessionDetail, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%d entries, leaf %q, %d stamps", s.Entries, s.Leaf, s.Stamps)
+}
+
+func convState(st *api.ConversationState, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%d stamps, %d linked, %d compiles, %d releases", st.Stamps, st.StampsLinked, st.Compiles, len(st.Releases))
 }

@@ -5,12 +5,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
 )
@@ -18,31 +20,6 @@ import (
 type clientFlags struct {
 	socket string
 	json   bool
-}
-
-func parseClient(name string, args []string, stderr io.Writer, positional string) (*clientFlags, []string, error) {
-	fs := flag.NewFlagSet("bindery "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f clientFlags
-	fs.StringVar(&f.socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: bindery %s [--json] [--socket PATH]%s\n", name, positional)
-		fs.PrintDefaults()
-	}
-	// Flags may come after the positional argument too.
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, nil, errUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return &f, rest, nil
 }
 
 func (f *clientFlags) client() *api.Client { return api.NewClient(f.socket) }
@@ -58,12 +35,10 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func status(args []string, stdout, stderr io.Writer) error {
-	f, rest, err := parseClient("status", args, stderr, "")
-	if err != nil {
+	cmd := newCommand("status", "[--json]", stdout, stderr)
+	f := cmd.client()
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("status takes no arguments (got %q)", rest)
 	}
 	ctx, cancel := callCtx()
 	defer cancel()
@@ -90,8 +65,8 @@ func status(args []string, stdout, stderr io.Writer) error {
 		{"database", fmt.Sprintf("%s (schema v%d, %s)", h.Database.Path, h.Database.SchemaVersion, humanBytes(h.Database.SizeBytes))},
 		{"watching", strings.Join(h.Watcher.Directories, ", ")},
 		{"watcher", watch},
-		{"sessions", fmt.Sprintf("%d (%d removed), %d files", h.Watcher.Sessions, h.Watcher.RemovedSessions, h.Watcher.Files)},
-		{"entries", fmt.Sprintf("%d, %d thinking blocks, %d ingest errors", h.Database.Entries, h.Database.Thinking, h.Database.IngestErrors)},
+		{"sessions", fmt.Sprintf("%d (%d removed), %s", h.Watcher.Sessions, h.Watcher.RemovedSessions, plural(h.Watcher.Files, "file", "files"))},
+		{"entries", fmt.Sprintf("%d, %s, %s", h.Database.Entries, plural(int(h.Database.Thinking), "thinking block", "thinking blocks"), plural(int(h.Database.IngestErrors), "ingest error", "ingest errors"))},
 		{"ingested", fmt.Sprintf("%s, %s behind", humanBytes(h.Watcher.IngestedBytes), humanBytes(h.Watcher.LagBytes))},
 	}
 	if !h.Watcher.LastIngest.IsZero() {
@@ -104,16 +79,22 @@ func status(args []string, stdout, stderr io.Writer) error {
 }
 
 func sessions(args []string, stdout, stderr io.Writer) error {
-	f, rest, err := parseClient("sessions", args, stderr, "")
-	if err != nil {
+	cmd := newCommand("sessions", "[--json] [--cwd DIR]", stdout, stderr)
+	f := cmd.client()
+	var cwd string
+	cmd.fs.StringVar(&cwd, "cwd", "", "only the sessions pi ran in DIR or a folder under it (an editor's workspace)")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return fmt.Errorf("sessions takes no arguments (got %q)", rest)
+	var err error
+	if cwd != "" {
+		if cwd, err = filepath.Abs(cwd); err != nil {
+			return fmt.Errorf("sessions --cwd: %w", err)
+		}
 	}
 	ctx, cancel := callCtx()
 	defer cancel()
-	list, err := f.client().Sessions(ctx)
+	list, err := f.client().SessionsIn(ctx, cwd)
 	if err != nil {
 		return err
 	}
@@ -124,26 +105,107 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "no sessions yet")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tLAST ACTIVITY\tENTRIES\tTHINKING\tLEAF\tENGAGED\tCWD\t")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", s.ID, when(s.LastActivity), s.Entries, s.ThinkingBlocks,
-			s.Leaf, yesNo(s.Engaged), s.Cwd)
+	all := list
+	if cwd != "" {
+		// Prefixes unique among every session, not only the workspace's:
+		// what the table prints must paste back into any command.
+		if all, err = f.client().Sessions(ctx); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return printSessions(stdout, list, all, time.Now())
+}
+
+// printSessions is the sessions table, fitted to width(w): ids as unique
+// prefixes, cwd clipped from the left, the leaf only when there is room.
+func printSessions(w io.Writer, list, all []api.Session, now time.Time) error {
+	ids := make([]string, len(all))
+	for i, s := range all {
+		ids[i] = s.ID
+	}
+	short := api.ShortIDs(ids)
+	cols := width(w)
+	rows := [][]string{{"SESSION", "ACTIVE", "ENTRIES", "THINK", "ENGAGED", "CWD"}}
+	withLeaf := cols >= 100
+	if withLeaf {
+		rows[0] = []string{"SESSION", "ACTIVE", "ENTRIES", "THINK", "ENGAGED", "LEAF", "CWD"}
+	}
+	home, _ := os.UserHomeDir()
+	for _, s := range list {
+		id := short[s.ID]
+		if s.Removed {
+			id += " (removed)"
+		}
+		cwd := s.Cwd
+		if home != "" && (cwd == home || strings.HasPrefix(cwd, home+"/")) {
+			cwd = "~" + cwd[len(home):]
+		}
+		r := []string{id, whenShort(s.LastActivity, now), fmt.Sprint(s.Entries), fmt.Sprint(s.ThinkingBlocks), yesNo(s.Engaged)}
+		if withLeaf {
+			r = append(r, s.Leaf)
+		}
+		rows = append(rows, append(r, cwd))
+	}
+	// Every column but the last as wide as its widest cell; the last (cwd)
+	// gets what is left, and at least 12 columns.
+	n := len(rows[0])
+	widths := make([]int, n)
+	for _, r := range rows {
+		for i, c := range r[:n-1] {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	used := 0
+	for _, wd := range widths[:n-1] {
+		used += wd + 2
+	}
+	last := max(12, cols-used)
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r[:n-1] {
+			pad := widths[i] - utf8.RuneCountInString(c)
+			if i >= 2 && i <= 3 { // counts right-aligned
+				b.WriteString(strings.Repeat(" ", pad) + c + "  ")
+			} else {
+				b.WriteString(c + strings.Repeat(" ", pad) + "  ")
+			}
+		}
+		b.WriteString(clipLeft(r[n-1], last))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// whenShort is a timestamp in the fewest columns that stay unambiguous:
+// the time today, the day and time this year, else the date.
+func whenShort(ts string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ts
+	}
+	t, now = t.Local(), now.Local()
+	switch {
+	case t.Year() == now.Year() && t.YearDay() == now.YearDay():
+		return t.Format("15:04")
+	case t.Year() == now.Year():
+		return t.Format("Jan 02 15:04")
+	}
+	return t.Format("2006-01-02")
 }
 
 func show(args []string, stdout, stderr io.Writer) error {
-	f, rest, err := parseClient("show", args, stderr, " <session>")
+	cmd := newCommand("show", "[--json] <session or conversation>", stdout, stderr)
+	f := cmd.client()
+	rest, err := cmd.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 || rest[0] == "" {
-		fmt.Fprintln(stderr, "Usage: bindery show [--json] [--socket PATH] <session>")
-		return errUsage
-	}
 	ctx, cancel := callCtx()
 	defer cancel()
+	if rest[0], err = resolveSession(ctx, f.client(), rest[0]); err != nil {
+		return err
+	}
 	d, err := f.client().Session(ctx, rest[0])
 	if err != nil {
 		if api.IsCode(err, api.CodeNotFound) {
@@ -165,7 +227,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 		{"cwd", d.Cwd},
 		{"version", fmt.Sprint(d.Version)},
 		{"entries", fmt.Sprint(d.Entries)},
-		{"thinking", fmt.Sprintf("%d blocks", d.ThinkingBlocks)},
+		{"thinking", plural(d.ThinkingBlocks, "block", "blocks")},
 		{"leaf", d.Leaf},
 		{"last activity", when(d.LastActivity)},
 		{"engaged", yesNo(d.Engaged)},
@@ -193,7 +255,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %s (%s, last activity %s)\n", f.File, state, when(f.LastActivity))
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d branches:\n", len(d.Branches))
+	fmt.Fprintf(stdout, "\n%s:\n", plural(len(d.Branches), "branch", "branches"))
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  LEAF\tENTRIES\tLAST ACTIVITY\tCONDENSE FRONTIER\t")
 	for i, b := range d.Branches {

@@ -124,7 +124,7 @@ func (e *e2e) start() (*daemonProc, error) {
 	go func() { p.done <- p.cmd.Wait() }()
 	c := api.NewClient(e.sock)
 	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
 			return p, nil
@@ -137,7 +137,7 @@ func (e *e2e) start() (*daemonProc, error) {
 		if time.Now().After(deadline) {
 			p.cmd.Process.Kill()
 			<-p.done
-			return nil, fmt.Errorf("bindery serve did not answer within 20s\n%s", p.stderr)
+			return nil, fmt.Errorf("bindery serve did not answer within 60s\n%s", p.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -186,9 +186,12 @@ func (e *e2e) sessionsJSON() (map[string]api.Session, error) {
 	return m, nil
 }
 
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+// waitFor polls cond until it holds, failing with what was awaited and
+// the last state cond reported. The deadline is generous on purpose: it
+// bounds a hang, it does not assert a speed (the machine is shared).
+func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		ok, state := cond()
@@ -278,9 +281,30 @@ func TestEndToEnd(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Database.IngestErrors != 1 || h.Watcher.Sessions != 3 {
 		t.Errorf("status: %d %s", code, out)
 	}
+	// The table fits 80 columns and prints each id as a unique prefix
+	// that pastes back into show.
 	out, _, code = e.run("sessions")
-	if code != 0 || !strings.Contains(out, "SESSION") || !strings.Contains(out, live.ID) || !strings.Contains(out, "/home/dev/src/app") {
+	if code != 0 || !strings.Contains(out, "SESSION") || !strings.Contains(out, "/home/dev/src/app") {
 		t.Errorf("sessions table: %d\n%s", code, out)
+	}
+	var livePrefix string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("sessions table line of %d columns: %q", n, l)
+		}
+		if f := strings.Fields(l); len(f) > 0 && len(f[0]) >= api.MinShortID && strings.HasPrefix(live.ID, f[0]) {
+			livePrefix = f[0]
+		}
+	}
+	if livePrefix == "" {
+		t.Errorf("sessions table has no prefix of %s:\n%s", live.ID, out)
+	} else {
+		if got, _, code := e.run("show", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+			t.Errorf("show %s (the printed prefix): %d\n%s", livePrefix, code, got)
+		}
+		if got, serr, code := e.run("report", "--session", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+			t.Errorf("report --session %s (the printed prefix): %d\n%s%s", livePrefix, code, got, serr)
+		}
 	}
 	out, _, code = e.run("show", a.ID)
 	if code != 0 || !strings.Contains(out, "branches:") || !strings.Contains(out, "* ") {
@@ -376,6 +400,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("second daemon: exit %d: %s", code, serr)
 	}
 
+	// The first scan is over (so its log line is written) before the kill.
+	waitFor(t, "the first scan to be over", func() (bool, string) {
+		out, _, _ := e.run("status", "--json")
+		var h api.Health
+		json.Unmarshal([]byte(out), &h)
+		return h.Watcher.InitialScan, out
+	})
 	// kill -9: the socket file stays behind.
 	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -383,6 +414,11 @@ func TestEndToEnd(t *testing.T) {
 	<-d.done
 	if fi, err := os.Lstat(e.sock); err != nil || fi.Mode().Type() != os.ModeSocket {
 		t.Fatalf("after kill -9 the socket file should be left: %v", err)
+	}
+	// The start said what the database knew; the end of the first scan
+	// what was on disk (the start said files=0 with the three files there).
+	if log := d.stderr.String(); !strings.Contains(log, "files_known=0") || !strings.Contains(log, `msg="first scan done" files=3 `) {
+		t.Errorf("first start's log:\n%s", log)
 	}
 	_, serr, code = e.run("status")
 	if code != 3 || !strings.Contains(serr, "not running") {

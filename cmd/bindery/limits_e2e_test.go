@@ -231,14 +231,15 @@ func TestSighupE2E(t *testing.T) {
 		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, fmt.Sprintf("the daemon to log SIGHUP number %d", i), func() bool {
+		waitFor(t, fmt.Sprintf("the daemon to log SIGHUP number %d", i), func() (bool, string) {
 			select {
 			case err := <-d.done:
 				d.cmd = nil
 				t.Fatalf("the daemon exited on SIGHUP: %v", err)
 			default:
 			}
-			return strings.Count(d.log(), "SIGHUP ignored") == i
+			n := strings.Count(d.log(), "SIGHUP ignored")
+			return n == i, fmt.Sprintf("%d SIGHUPs logged", n)
 		})
 	}
 	select {

@@ -7,8 +7,9 @@
 //
 // The client commands find the daemon's socket as the daemon does
 // ($BINDERY_SOCKET, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else under
-// the state directory); --socket overrides it. Exit status: 0 on success,
-// 1 on an error, 2 on bad usage, 3 when the daemon is not running.
+// the state directory); --socket overrides it. Exit status (flags.go): 0 on
+// success or help, 1 on an error, 2 on bad usage, 3 when the daemon is not
+// running.
 package main
 
 import (
@@ -16,19 +17,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/my-pi/bindery/api"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; else
+// it is read from the build (buildVersion).
+var version = ""
 
 const usage = `bindery keeps a durable record of pi's sessions and thinking blocks.
 
 Usage:
   bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
   bindery status [--json]          the daemon's health
-  bindery sessions [--json]        every pi session bindery knows
+  bindery sessions [--json] [--cwd DIR]   every pi session bindery knows (or a workspace's)
   bindery show [--json] <session>  one session (or conversation): branches, frontiers, binding state
   bindery compile --conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]
   bindery accept --compile ID [--reply FILE] [--transformations FILE]
@@ -37,7 +40,9 @@ Usage:
   bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
   bindery version
 
-Client commands take --socket PATH (env BINDERY_SOCKET).
+Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
+id may be given as any unique prefix of it. Every command takes -h/--help.
+Exit status: 0 done, 1 failed, 2 bad usage, 3 the daemon is not running.
 `
 
 func main() {
@@ -47,12 +52,12 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
-		err = serve(rest, stderr)
+		err = serve(rest, stdout, stderr)
 	case "status":
 		err = status(rest, stdout, stderr)
 	case "sessions":
@@ -70,25 +75,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "report":
 		err = reportCmd(rest, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "bindery", version)
+		fmt.Fprintln(stdout, "bindery", buildVersion())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		fmt.Fprintf(stderr, "bindery: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		return exitUsage
 	}
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, errUsage) {
-		return 2
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		return exitUsage
 	}
 	fmt.Fprintln(stderr, "bindery:", err)
 	if _, ok := errors.AsType[*api.NotRunningError](err); ok {
-		return 3
+		return exitDown
 	}
-	return 1
+	return exitError
 }
 
-// errUsage is returned after the usage was already printed.
-var errUsage = errors.New("usage")
+// buildVersion is the -X version, else the module version of the build
+// (go install ...@v1.2.3), else the VCS revision it was built from (with
+// "-dirty" for uncommitted changes), else "devel".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty, when string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		case "vcs.time":
+			when = s.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if when != "" {
+		return fmt.Sprintf("devel %s%s (%s)", rev, dirty, when)
+	}
+	return "devel " + rev + dirty
+}

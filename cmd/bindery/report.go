@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,37 +17,31 @@ import (
 // the cache and thinking economics (design/economics.md) from GET
 // /v1/report, as a table, as JSON, and as a chart of one session.
 func reportCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bindery report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var socket, session, chart string
-	var asJSON bool
-	fs.StringVar(&socket, "socket", "", "the daemon's socket (env BINDERY_SOCKET; default $XDG_RUNTIME_DIR/bindery/bindery.sock)")
-	fs.StringVar(&session, "session", "", "report one pi session (id) instead of the whole archive")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON (daemon/report.Report)")
+	cmd := newCommand("report", "[--session ID] [--json] [--chart FILE.svg|FILE.html]", stdout, stderr)
+	f := cmd.client()
+	fs := cmd.fs
+	var session, chart string
+	fs.StringVar(&session, "session", "", "report one pi session (its id, or a unique prefix of it) instead of the whole archive")
 	fs.StringVar(&chart, "chart", "", "also write a chart of cache read/write per request to FILE.svg or FILE.html\n(the --session given, else the live session with the latest last activity;\na tie goes to the session whose file bindery ingested last)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: bindery report [--session ID] [--json] [--chart FILE.svg|FILE.html] [--socket PATH]\n")
-		fs.PrintDefaults()
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bindery report: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
-	}
+	asJSON := f.json
 	ext := strings.ToLower(filepath.Ext(chart))
 	if chart != "" && ext != ".svg" && ext != ".html" && ext != ".htm" {
-		fmt.Fprintf(stderr, "bindery report: --chart %s: the file must end in .svg or .html\n", chart)
-		return errUsage
+		return cmd.fail("--chart %s: the file must end in .svg or .html", chart)
 	}
-	f := &clientFlags{socket: socket}
 	c := f.client()
 	defer c.Close()
 	ctx, cancel := callCtx()
 	defer cancel()
 
+	if session != "" {
+		var err error
+		if session, err = resolveSession(ctx, c, session); err != nil {
+			return err
+		}
+	}
 	var raw json.RawMessage
 	if err := c.Report(ctx, session, &raw); err != nil {
 		return err
@@ -92,6 +85,6 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(chart, data, 0o644); err != nil {
 		return fmt.Errorf("report: write chart: %w", err)
 	}
-	fmt.Fprintf(stderr, "chart of session %s (%d requests) written to %s\n", rep.Session, len(rep.Requests), chart)
+	fmt.Fprintf(stderr, "chart of session %s (%s) written to %s\n", rep.Session, plural(len(rep.Requests), "request", "requests"), chart)
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,26 +16,17 @@ import (
 	"github.com/my-pi/bindery/daemon"
 )
 
-func serve(args []string, stderr io.Writer) error {
+func serve(args []string, stdout, stderr io.Writer) error {
 	cfg, err := daemon.DefaultConfig(os.Getenv)
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("bindery serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.Flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: bindery serve [flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM (SIGHUP is logged and ignored). Flags:")
-		fs.PrintDefaults()
+	cmd := newCommand("serve", "[flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM (SIGHUP is logged and ignored). Flags:", stdout, stderr)
+	cfg.Flags(cmd.fs)
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	cfg.Version = version
+	cfg.Version = buildVersion()
 
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if os.Getenv("JOURNAL_STREAM") != "" {

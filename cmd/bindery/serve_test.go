@@ -77,4 +77,42 @@ func TestUsageAndExitCodes(t *testing.T) {
 	if code := run([]string{"serve", "--max-body", "lots"}, &o, &e); code != 2 {
 		t.Errorf("bad flag: %d %q", code, e.String())
 	}
+	// One set of exit codes (flags.go, README): help is 0 and goes to
+	// stdout, wherever -h or --help stands; every problem is 2 and named
+	// above the usage; flags print as --name, as the README writes them.
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string // in stdout
+		stderr string // in stderr
+	}{
+		{[]string{"status", "-h"}, 0, "Usage: bindery status", ""},
+		{[]string{"status", "--help"}, 0, "  --json\n", ""},
+		{[]string{"tail", "--since", "3", "--help"}, 0, "  --no-reconnect\n", ""},
+		{[]string{"serve", "-h"}, 0, "  --socket", ""},
+		{[]string{"help"}, 0, "Exit status: 0 done, 1 failed, 2 bad usage, 3 the daemon is not running", ""},
+		{[]string{"status", "extra"}, 2, "", `bindery status: unexpected argument "extra"`},
+		{[]string{"show", "a", "b"}, 2, "", `bindery show: unexpected argument "b"`},
+		{[]string{"show"}, 2, "", "bindery show: missing an argument"},
+		{[]string{"compile", "--file", "x.json"}, 2, "", "bindery compile: missing --conversation"},
+		{[]string{"compile", "--conversation", "c"}, 2, "", "bindery compile: missing --file"},
+		{[]string{"accept"}, 2, "", "bindery accept: missing --compile"},
+		{[]string{"release", "--conversation", "c"}, 2, "", "name the block: --compile and --path, or --signature"},
+		{[]string{"report", "--chart", "x.png"}, 2, "", "the file must end in .svg or .html"},
+		{[]string{"sessions", "--frob"}, 2, "", "flag provided but not defined: -frob"},
+	} {
+		o.Reset()
+		e.Reset()
+		code := run(c.args, &o, &e)
+		if code != c.code || !strings.Contains(o.String(), c.stdout) || !strings.Contains(e.String(), c.stderr) {
+			t.Errorf("bindery %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.code, o.String(), e.String())
+		}
+		if strings.Contains(o.String()+e.String(), "\n  -json") || strings.Contains(o.String()+e.String(), "\n  -socket") {
+			t.Errorf("bindery %s: a flag printed as -name:\n%s%s", strings.Join(c.args, " "), o.String(), e.String())
+		}
+	}
+	o.Reset()
+	if code := run([]string{"version"}, &o, &e); code != 0 || !strings.HasPrefix(o.String(), "bindery ") || strings.Contains(o.String(), "bindery dev\n") {
+		t.Errorf("version: %d %q", code, o.String())
+	}
 }

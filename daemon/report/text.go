@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/my-pi/bindery/api"
 )
 
 // Text renders a report as the terminal table `bindery report` prints.
@@ -34,47 +37,70 @@ func Text(r Report) string {
 	} else {
 		fmt.Fprintf(&b, "bindery report: archive of %d sessions\n\n", f.Sessions)
 	}
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	row := func(label, format string, args ...any) {
-		fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, args...))
+	// Session ids print as prefixes unique among the report's sessions
+	// (api.ShortIDs), which bindery report --session and show take back.
+	var ids []string
+	for _, l := range r.Sessions {
+		ids = append(ids, l.Session)
 	}
+	for _, x := range r.Breaks {
+		ids = append(ids, x.Session)
+	}
+	prefixes := api.ShortIDs(ids)
+	short := func(id string) string { return prefixes[id] }
+	// Each figure is a label and phrases; a row packs its phrases into
+	// lines of at most textWidth columns, so nothing wraps in an 80-column
+	// terminal however large the figures grow.
+	row := func(label string, phrases ...string) { writeRow(&b, label, phrases) }
 	q := f.Requests
-	row("requests", "%d total: %d turns (%d tool loops), %d errored, %d aborted", q.Total, q.Turns, q.ToolLoops, q.Errored, q.Aborted)
+	row("requests", fmt.Sprintf("%d total: %d turns (%d tool loops)", q.Total, q.Turns, q.ToolLoops),
+		fmt.Sprintf("%d errored", q.Errored), fmt.Sprintf("%d aborted", q.Aborted))
 	if q.UsageMissing > 0 || q.OffBranch > 0 {
-		row("", "%d without full usage, %d off the current branch (not counted)", q.UsageMissing, q.OffBranch)
+		row("", fmt.Sprintf("%d without full usage", q.UsageMissing), fmt.Sprintf("%d off the current branch (not counted)", q.OffBranch))
 	}
 	c := f.Cycles
-	row("cycles", "%d (%d closed, %d open); length median %d, p90 %d turns", c.Count, c.Closed, c.Open, c.Median, c.P90)
-	row("", "> 16 turns: %d (%s); > 130 turns: %d (%s); most thinking in one cycle ~%s tok", c.Over16, pct(c.Over16, c.Count), c.Over130, pct(c.Over130, c.Count), tok(c.MaxThinking))
+	row("cycles", fmt.Sprintf("%d (%d closed, %d open)", c.Count, c.Closed, c.Open), fmt.Sprintf("length median %d, p90 %d turns", c.Median, c.P90),
+		fmt.Sprintf("> 16 turns: %d (%s)", c.Over16, pct(c.Over16, c.Count)), fmt.Sprintf("> 130 turns: %d (%s)", c.Over130, pct(c.Over130, c.Count)),
+		fmt.Sprintf("most thinking in one cycle ~%s tok", tok(c.MaxThinking)))
 	t := f.Thinking
-	row("thinking", "closed cycles %d blocks ~%s tok; open cycle %d blocks ~%s tok", t.Closed.Blocks, tok(t.Closed.Tokens), t.Open.Blocks, tok(t.Open.Tokens))
-	row("", "in prompts: billed ~%s tok (%.1f%% of prompt tokens), dropped free ~%s tok", tok(t.Billed), 100*t.Share, tok(t.Free))
-	row("", "requests by regime: keep-all %d, last-turn-only %d, unknown %d", t.KeepAll, t.LastTurnOnly, t.Unknown)
+	row("thinking", fmt.Sprintf("closed cycles %d blocks ~%s tok", t.Closed.Blocks, tok(t.Closed.Tokens)),
+		fmt.Sprintf("open cycle %d blocks ~%s tok", t.Open.Blocks, tok(t.Open.Tokens)))
+	row("", fmt.Sprintf("in prompts: billed ~%s tok (%.1f%% of prompt)", tok(t.Billed), 100*t.Share), fmt.Sprintf("dropped free ~%s tok", tok(t.Free)))
+	row("", fmt.Sprintf("requests by regime: keep-all %d", t.KeepAll), fmt.Sprintf("last-turn-only %d", t.LastTurnOnly), fmt.Sprintf("unknown %d", t.Unknown))
 	k := f.Cache
-	row("cache", "read %s, write %s, uncached %s, output %s; hit ratio %.1f%%", tok(k.Read), tok(k.Write), tok(k.Input), tok(k.Output), 100*k.HitRatio)
-	row("", "per turn: read %s, write %s, uncached %s", tok(int64(k.ReadPerReq)), tok(int64(k.WritePerReq)), tok(int64(k.InputPerReq)))
+	row("cache", fmt.Sprintf("read %s", tok(k.Read)), fmt.Sprintf("write %s", tok(k.Write)), fmt.Sprintf("uncached %s", tok(k.Input)),
+		fmt.Sprintf("output %s", tok(k.Output)), fmt.Sprintf("hit ratio %.1f%%", 100*k.HitRatio))
+	row("", fmt.Sprintf("per turn: read %s", tok(int64(k.ReadPerReq))), fmt.Sprintf("write %s", tok(int64(k.WritePerReq))), fmt.Sprintf("uncached %s", tok(int64(k.InputPerReq))))
 	s := f.Spend
-	row("spend", "%s = input %s + output %s + cache write %s + cache read %s%s", money(s.Total), money(s.Input), money(s.Output), money(s.CacheWrite), money(s.CacheRead), unsplit(s))
-	row("", "priced by pi %d, by table %d; unknown price %d%s", s.FromPi, s.FromTable, s.Unpriced, models(s.UnpricedModels))
+	spend := []string{money(s.Total) + " =", "input " + money(s.Input), "+ output " + money(s.Output), "+ cache write " + money(s.CacheWrite),
+		"+ cache read " + money(s.CacheRead)}
+	if s.Unsplit != 0 {
+		spend = append(spend, "+ "+money(s.Unsplit)+" priced by pi as a total only")
+	}
+	row("spend", spend...)
+	row("", append([]string{fmt.Sprintf("priced by pi %d", s.FromPi), fmt.Sprintf("by table %d", s.FromTable), fmt.Sprintf("unknown price %d", s.Unpriced)}, noPrice(s.UnpricedModels)...)...)
 	a := f.Apart
 	if a.Requests > 0 {
-		row("apart", "%d errored/aborted: read %s, write %s, uncached %s, output %s, %s%s", a.Requests, tok(a.Read), tok(a.Write), tok(a.Input), tok(a.Output), money(a.Spend.Total), models(a.Spend.UnpricedModels))
+		row("apart", append([]string{fmt.Sprintf("%d errored/aborted", a.Requests), money(a.Spend.Total)}, noPrice(a.Spend.UnpricedModels)...)...)
+		row("", fmt.Sprintf("read %s", tok(a.Read)), fmt.Sprintf("write %s", tok(a.Write)), fmt.Sprintf("uncached %s", tok(a.Input)), fmt.Sprintf("output %s", tok(a.Output)))
 	}
 	br := f.Breaks
-	row("breaks", "%d: %s tok rewritten, cost %s (%s above reading it)%s", br.Count, tok(br.Rewritten), money(br.Cost), money(br.Excess), unpricedBreaks(br.Unpriced))
-	if len(br.ByCause) > 0 {
-		var parts []string
-		for _, cause := range []string{CauseStrip, CauseHost, CauseIdle, CauseUnknown} {
-			if ct, ok := br.ByCause[cause]; ok {
-				parts = append(parts, fmt.Sprintf("%s %d (%s tok, %s)", cause, ct.Count, tok(ct.Rewritten), money(ct.Cost)))
-			}
+	brk := []string{fmt.Sprintf("%d: %s tok rewritten", br.Count, tok(br.Rewritten)), fmt.Sprintf("cost %s (%s above reading it)", money(br.Cost), money(br.Excess))}
+	if br.Unpriced > 0 {
+		brk = append(brk, fmt.Sprintf("%d unpriced", br.Unpriced))
+	}
+	row("breaks", brk...)
+	for _, cause := range []string{CauseStrip, CauseHost, CauseIdle, CauseUnknown} {
+		if ct, ok := br.ByCause[cause]; ok {
+			row("", fmt.Sprintf("  %s: %d", cause, ct.Count), fmt.Sprintf("%s tok", tok(ct.Rewritten)), money(ct.Cost))
 		}
-		row("", "by cause: %s", strings.Join(parts, ", "))
 	}
 	d := f.Bindery
-	row("bindery", "%d compiles, %d stripped blocks ~%s tok%s", d.Compiles, sumInts(d.Strips), tok(d.StrippedTokens), reasons(d.Strips))
-	row("", "strip cache cost %s; 400s avoided %d (%d refused blocks)", money(d.CacheCost), d.RequestsRescued, d.RefusalsAvoided)
-	tw.Flush()
+	row("bindery", fmt.Sprintf("%d compiles", d.Compiles), fmt.Sprintf("%d stripped blocks ~%s tok", sumInts(d.Strips), tok(d.StrippedTokens)))
+	if len(d.Strips) > 0 {
+		row("", append([]string{"by reason:"}, reasons(d.Strips)...)...)
+	}
+	row("", fmt.Sprintf("strip cache cost %s", money(d.CacheCost)), fmt.Sprintf("400s avoided %d (%d refused blocks)", d.RequestsRescued, d.RefusalsAvoided))
 
 	if len(r.Breaks) > 0 {
 		if r.Scope == "session" {
@@ -82,11 +108,11 @@ func Text(r Report) string {
 		} else {
 			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
 		}
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		if r.Scope == "session" {
-			fmt.Fprintf(tw, "request\tline\tcycle.turn\tread before\tread after\trewritten\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "req\tline\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
 		} else {
-			fmt.Fprintf(tw, "session\trequest\tcycle.turn\tread before\tread after\trewritten\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "session\treq\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
 		}
 		for _, x := range r.Breaks {
 			first := fmt.Sprint(x.Line)
@@ -104,25 +130,31 @@ func Text(r Report) string {
 	if r.Scope == "archive" && len(r.Sessions) > 0 {
 		n := min(10, len(r.Sessions))
 		fmt.Fprintf(&b, "\ntop %d sessions by spend\n", n)
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "session\tmodel\trequests\tcycles\tbreaks\thit\tspend\t\n")
+		unpriced := false
 		for _, l := range r.Sessions[:n] {
 			sp := money(l.Spend)
 			if l.Unpriced > 0 {
-				sp += fmt.Sprintf(" +%d unpriced", l.Unpriced)
+				sp += "*"
+				unpriced = true
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t\n", short(l.Session), l.Model, l.Requests, l.Cycles, l.Breaks, 100*l.HitRatio, sp)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t\n", short(l.Session), clip(l.Model, 18), l.Requests, l.Cycles, l.Breaks, 100*l.HitRatio, sp)
 		}
 		tw.Flush()
+		if unpriced {
+			b.WriteString("* and requests without a price (bindery report --session ID lists them)\n")
+		}
 	}
 	return b.String()
 }
 
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
+// clip keeps the first n bytes of s, marking a cut with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return id
+	return s[:n-1] + "…"
 }
 
 func pct(n, of int) string {
@@ -132,7 +164,7 @@ func pct(n, of int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
 }
 
-// tok prints a token count compactly: 950, 12.3k, 4.56M.
+// tok prints a token count compactly: 950, 12.3k, 4.56M, 14.53G, 1.20T.
 func tok(n int64) string {
 	switch {
 	case n < 0:
@@ -141,8 +173,12 @@ func tok(n int64) string {
 		return fmt.Sprint(n)
 	case n < 1_000_000:
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	default:
+	case n < 1_000_000_000:
 		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n < 1_000_000_000_000:
+		return fmt.Sprintf("%.2fG", float64(n)/1e9)
+	default:
+		return fmt.Sprintf("%.2fT", float64(n)/1e12)
 	}
 }
 
@@ -160,25 +196,44 @@ func optMoney(v *float64) string {
 	return money(*v)
 }
 
-func unsplit(s Spend) string {
-	if s.Unsplit == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" + %s priced by pi as a total only", money(s.Unsplit))
-}
-
-func unpricedBreaks(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; %d unpriced", n)
-}
-
-func models(ms []string) string {
+// noPrice names the models without a price, one phrase each.
+func noPrice(ms []string) []string {
 	if len(ms) == 0 {
-		return ""
+		return nil
 	}
-	return " (no price for " + strings.Join(ms, ", ") + ")"
+	out := []string{"no price for " + ms[0]}
+	return append(out, ms[1:]...)
+}
+
+// textWidth is the widest line Text writes (an 80-column terminal).
+const textWidth = 80
+
+// writeRow writes a label (in a 10-column margin) and its phrases,
+// separated by commas, packed into lines of at most textWidth columns; a
+// phrase longer than a line gets one of its own.
+func writeRow(b *strings.Builder, label string, phrases []string) {
+	const margin = 10
+	line := fmt.Sprintf("%-*s", margin, label)
+	n := 0 // phrases on the line
+	for i, p := range phrases {
+		sep := ", "
+		if n == 0 {
+			sep = ""
+		} else if strings.HasPrefix(p, "+ ") || strings.HasSuffix(phrases[i-1], "=") || strings.HasSuffix(phrases[i-1], ":") {
+			sep = " " // a sum and a list read on without commas
+		}
+		tail := ","
+		if i == len(phrases)-1 {
+			tail = ""
+		}
+		if n > 0 && utf8.RuneCountInString(line+sep+p+tail) > textWidth {
+			b.WriteString(strings.TrimRight(line, " ") + strings.TrimSuffix(sep, " ") + "\n")
+			line, n, sep = strings.Repeat(" ", margin), 0, ""
+		}
+		line += sep + p
+		n++
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
 }
 
 func sumInts(m map[string]int) int {
@@ -189,10 +244,7 @@ func sumInts(m map[string]int) int {
 	return n
 }
 
-func reasons(m map[string]int) string {
-	if len(m) == 0 {
-		return ""
-	}
+func reasons(m map[string]int) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -202,5 +254,5 @@ func reasons(m map[string]int) string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	return parts
 }
