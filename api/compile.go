@@ -17,6 +17,7 @@ const (
 	CodeBadRequest          = "bad_request"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeUnknownCompile      = "unknown_compile"
+	CodeCompileForgotten    = "compile_forgotten"
 	CodeDryRunCompile       = "dry_run_compile"
 	CodeUnknownConversation = "unknown_conversation"
 	CodeInternal            = "internal"
@@ -103,7 +104,9 @@ type InputTransformation struct {
 }
 
 // AcceptAnswer answers an accept. Repeated is true when the compile was
-// already accepted: nothing was recorded twice.
+// already accepted: nothing was recorded twice. A repeat is recognized for
+// the newest --accepted-window accepted compiles of a conversation; an
+// older one answers 404 compile_forgotten (README "Limits", Retention).
 type AcceptAnswer struct {
 	Accepted bool `json:"accepted"`
 	Stamped  int  `json:"stamped"`
@@ -121,9 +124,12 @@ type ReleaseCall struct {
 	Signature    string `json:"signature,omitempty"`
 }
 
-// ReleaseAnswer answers a release.
+// ReleaseAnswer answers a release: Released counts the releases recorded
+// now (a block already released counts 0). Reason says why nothing was
+// released when that is not obvious (a signature bindery never saw).
 type ReleaseAnswer struct {
-	Released int `json:"released"`
+	Released int    `json:"released"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // ConversationState is GET /v1/conversations/{id}.
@@ -210,8 +216,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r.Body); err != nil {
-		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, Errorf(CodeBodyTooLarge, "request body exceeds the limit of %d bytes (--max-body)", mb.Limit))
+		if e := bodyError(err); e != nil {
+			writeError(w, e)
 		} else {
 			writeError(w, Errorf(CodeBadRequest, "reading the request body: %v", err))
 		}
@@ -289,6 +295,10 @@ func (s *Server) handleCompile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: "compile: " + err.Error(), Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkCompile(call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Compile(r.Context(), call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -341,6 +351,10 @@ func (s *Server) handleAccept(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: `accept: "compileId" is required`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkAccept(&call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Accept(r.Context(), &call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -367,6 +381,10 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Code: CodeBadRequest, Message: `release: give "compileId" and "path", or "signature"`, Status: StatusOf(CodeBadRequest)})
 		return
 	}
+	if e := s.Limits.checkRelease(&call); e != nil {
+		writeError(w, e)
+		return
+	}
 	ans, err := s.Binder.Release(r.Context(), &call)
 	if err != nil {
 		s.fail(w, r, err)
@@ -376,6 +394,10 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
+	if e := checkLen("conversation", "id", r.PathValue("id"), s.Limits.ID, "--max-id"); e != nil {
+		writeError(w, e)
+		return
+	}
 	st, err := s.Binder.Conversation(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)

@@ -13,14 +13,28 @@ import (
 //	bad_request           [400] the request is malformed: bad JSON, a missing or invalid field
 //	forbidden             [403] the peer's uid is not the daemon's (SO_PEERCRED), or a browser-style request (Origin/Referer set)
 //	not_found             [404] unknown path or unknown session id
-//	unknown_compile       [404] accept/release of a compile id bindery never made or has forgotten
+//	unknown_compile       [404] accept/release of a compile id this bindery never made (or an id of an
+//	                            older version, without a seq, that it no longer remembers)
+//	compile_forgotten     [404] accept/release of a compile this bindery made and has forgotten: beyond
+//	                            the newest --accepted-window accepted compiles of its conversation (its
+//	                            accept was recorded when first made) or the newest unaccepted ones of its
+//	                            branch (it can no longer be accepted); nothing is recorded
 //	unknown_conversation  [404] GET /v1/conversations/{id} of a conversation bindery does not know
+//	limit_exceeded        [400] a field over its bound (ids --max-id, sessionFile --max-path, signature
+//	                            --max-signature) or more messages than --max-messages; the message names
+//	                            the field, its size, the bound and the flag
 //	method_not_allowed    [405] the path exists with another method
+//	body_timeout          [408] the request body arrived slower than --min-body-rate (after --body-grace)
 //	conflict              [409] reserved: the request contradicts recorded state (no endpoint answers it yet)
 //	dry_run_compile       [409] accept of a dry-run compile
 //	body_too_large        [413] the request body exceeds the daemon's limit (--max-body)
 //	unsupported_media     [415] a request body that is not JSON
-//	internal              [500] a bug or an I/O failure inside bindery; details are in the daemon's log
+//	internal              [500] a bug inside bindery; details are in the daemon's log
+//	storage_full          [507] the state folder's filesystem is full (SQLITE_FULL, ENOSPC, EDQUOT): the
+//	                            message names the folder; nothing of the call was recorded, and bindery
+//	                            serves again by itself once space is freed
+//	storage_failed        [503] the state folder cannot be written or read (an I/O error, a read-only
+//	                            filesystem): the message names the folder and the error
 //	unavailable           [503] reserved: bindery cannot serve the request now (no endpoint answers it yet;
 //	                            during shutdown new connections are refused and the client reports "not running")
 //
@@ -34,6 +48,8 @@ const (
 	CodeConflict         = "conflict"
 	CodeUnsupportedMedia = "unsupported_media"
 	CodeUnavailable      = "unavailable"
+	CodeStorageFull      = "storage_full"
+	CodeStorageFailed    = "storage_failed"
 )
 
 var codeStatus = map[string]int{
@@ -41,6 +57,7 @@ var codeStatus = map[string]int{
 	CodeForbidden:           http.StatusForbidden,
 	CodeNotFound:            http.StatusNotFound,
 	CodeUnknownCompile:      http.StatusNotFound,
+	CodeCompileForgotten:    http.StatusNotFound,
 	CodeUnknownConversation: http.StatusNotFound,
 	CodeDryRunCompile:       http.StatusConflict,
 	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
@@ -49,6 +66,10 @@ var codeStatus = map[string]int{
 	CodeUnsupportedMedia:    http.StatusUnsupportedMediaType,
 	CodeInternal:            http.StatusInternalServerError,
 	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeLimitExceeded:       http.StatusBadRequest,
+	CodeBodyTimeout:         http.StatusRequestTimeout,
+	CodeStorageFull:         http.StatusInsufficientStorage,
+	CodeStorageFailed:       http.StatusServiceUnavailable,
 }
 
 // Error is an error answer, on the server (return one from a Store method

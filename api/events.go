@@ -30,7 +30,9 @@ type EventFeed struct {
 	Hub          *Hub
 	Log          EventLog
 	WriteTimeout time.Duration // per message; 0 means 5s
-	Logger       *slog.Logger
+	// MaxID bounds the ?conversation= filter (0: DefaultLimits.ID).
+	MaxID  int
+	Logger *slog.Logger
 }
 
 const backlogPage = 512
@@ -41,6 +43,14 @@ const backlogPage = 512
 func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	conversation := q.Get("conversation")
+	maxID := f.MaxID
+	if maxID <= 0 {
+		maxID = DefaultLimits.ID
+	}
+	if len(conversation) > maxID {
+		writeFeedError(w, http.StatusBadRequest, CodeLimitExceeded, fmt.Sprintf("events: \"conversation\" is %d bytes; the limit is %d (--max-id)", len(conversation), maxID))
+		return
+	}
 	since := int64(-1)
 	if s := q.Get("since"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -140,21 +150,43 @@ func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	// behind is the close of a subscriber the hub dropped. It is checked
+	// before every send: a writer that was blocked on a slow client must
+	// close with the reason as soon as it can write again, not keep
+	// sending what is queued (a select would pick at random) until a
+	// write times out and cuts the connection with no close frame at all.
+	behind := func() {
+		reason := fmt.Sprintf("subscriber fell behind: %d events buffered; resume with ?since=%d", f.Hub.buffer, last)
+		log.Info("events: closing the feed of a subscriber that fell behind", "reason", reason)
+		c.Close(websocket.StatusPolicyViolation, reason)
+	}
 	for {
+		select {
+		case <-sub.lagged:
+			behind()
+			return
+		default:
+		}
 		select {
 		case e := <-sub.c:
 			if e.seq <= last {
 				continue // already replayed from the log
 			}
 			if err := send(e.data); err != nil {
-				if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+				switch {
+				case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+					// Nothing, not even a close frame, can reach a client
+					// that has not read for this long: the connection is
+					// cut (the client sees 1006 and resumes with since).
+					log.Warn("events: cut a subscriber that read nothing for the --feed-stall time", "stall", timeout, "last", last)
+				case ctx.Err() == nil:
 					log.Debug("events: write", "err", err)
 				}
 				return
 			}
 			last = e.seq
 		case <-sub.lagged:
-			c.Close(websocket.StatusPolicyViolation, "bindery: client fell behind; reconnect with ?since="+strconv.FormatInt(last, 10))
+			behind()
 			return
 		case <-sub.done:
 			c.Close(websocket.StatusGoingAway, "bindery: shutting down; reconnect with ?since="+strconv.FormatInt(last, 10))

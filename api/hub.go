@@ -113,6 +113,7 @@ func (h *Hub) Publish(events ...Event) {
 				// believes it is current with a gap: drop the client.
 				delete(h.subs, s)
 				close(s.lagged)
+				h.log.Warn("events: a subscriber fell behind and is dropped; its feed closes with the reason once it can be written", "buffered", h.buffer, "conversation", s.conversation)
 			}
 			if _, ok := h.subs[s]; !ok {
 				break

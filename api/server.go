@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Sessions is what the session endpoints read.
@@ -46,8 +47,14 @@ type Server struct {
 	// MaxBody limits request bodies (DefaultMaxBody when 0); larger ones
 	// get 413 body_too_large.
 	MaxBody int64
-	Version string
-	Logger  *slog.Logger
+	// Limits bound ids, paths, signatures and the body rate (limits.go).
+	Limits Limits
+	// Classify, when set, maps an error that is not an *Error to one (the
+	// daemon names storage failures this way); nil or a nil answer means
+	// internal.
+	Classify func(error) *Error
+	Version  string
+	Logger   *slog.Logger
 }
 
 // routes is the one place every endpoint is registered.
@@ -78,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	if s.MaxBody <= 0 {
 		s.MaxBody = DefaultMaxBody
 	}
+	s.Limits = s.Limits.Normalized()
 	mux := http.NewServeMux()
 	s.routes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +105,9 @@ func (s *Server) Handler() http.Handler {
 		if r.ContentLength > s.MaxBody {
 			writeError(w, Errorf(CodeBodyTooLarge, "request body is %d bytes; the limit is %d (--max-body)", r.ContentLength, s.MaxBody))
 			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &rateBody{body: r.Body, rc: http.NewResponseController(w), start: time.Now(), lim: s.Limits}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
 		if h, pattern := mux.Handler(r); pattern == "" {
@@ -129,6 +140,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return // the client went away
+	}
+	if s.Classify != nil {
+		if e := s.Classify(err); e != nil {
+			s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
+			writeError(w, e)
+			return
+		}
 	}
 	s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, Errorf(CodeInternal, "internal error (see the daemon's log)"))
@@ -171,8 +189,12 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > 256 {
-		writeError(w, Errorf(CodeBadRequest, "a session id is 1 to 256 characters"))
+	if id == "" {
+		writeError(w, Errorf(CodeBadRequest, "a session id is required"))
+		return
+	}
+	if e := checkLen("session", "id", id, s.Limits.ID, "--max-id"); e != nil {
+		writeError(w, e)
 		return
 	}
 	d, err := s.Sessions.GetSession(r.Context(), id)
@@ -195,8 +217,8 @@ func DecodeJSON(r *http.Request, v any) error {
 	}
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
-		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return Errorf(CodeBodyTooLarge, "request body exceeds the limit of %d bytes (--max-body)", mb.Limit)
+		if e := bodyError(err); e != nil {
+			return e
 		}
 		if errors.Is(err, io.EOF) {
 			return Errorf(CodeBadRequest, "empty request body")
@@ -204,8 +226,8 @@ func DecodeJSON(r *http.Request, v any) error {
 		return Errorf(CodeBadRequest, "request body: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return Errorf(CodeBodyTooLarge, "request body exceeds the limit of %d bytes (--max-body)", mb.Limit)
+		if e := bodyError(err); e != nil {
+			return e
 		}
 		return Errorf(CodeBadRequest, "request body: data after the JSON value")
 	}

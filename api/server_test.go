@@ -134,7 +134,7 @@ func TestErrorAnswersAreJSON(t *testing.T) {
 		{"GET", "/", nil, CodeNotFound, 404},
 		{"DELETE", "/v1/sessions", nil, CodeMethodNotAllowed, 405},
 		{"POST", "/v1/health", map[string]int{"a": 1}, CodeMethodNotAllowed, 405},
-		{"GET", "/v1/sessions/" + strings.Repeat("x", 300), nil, CodeBadRequest, 400},
+		{"GET", "/v1/sessions/" + strings.Repeat("x", 300), nil, CodeLimitExceeded, 400},
 	} {
 		err := c.Do(ctx, tc.method, tc.path, tc.body, nil)
 		e, ok := errors.AsType[*Error](err)

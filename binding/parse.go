@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash"
 )
 
@@ -26,10 +28,31 @@ type Parser struct {
 	// Memo, when set, lets Parse skip messages seen before (see Memo).
 	Memo *Memo
 
+	// MaxMessages, when positive, bounds the messages array: a longer one
+	// fails with an error wrapping ErrTooManyMessages, before the work of
+	// the messages past the bound is done.
+	MaxMessages int
+
+	// Done, when set, ends the parse early once it is closed (the caller's
+	// context ended): Parse returns an error wrapping ErrCanceled. It is
+	// checked every cancelCheck messages; one message costs at most its
+	// bytes.
+	Done <-chan struct{}
+
 	hash hash.Hash // SHA-256, for lazyDigest
 	hdr  [frameHeaderLen]byte
 	sum  []byte
 }
+
+// ErrTooManyMessages is wrapped by Parse's error for a messages array longer
+// than Parser.MaxMessages.
+var ErrTooManyMessages = errors.New("too many messages")
+
+// ErrCanceled is wrapped by Parse's error when Parser.Done closed.
+var ErrCanceled = errors.New("parse canceled")
+
+// cancelCheck is how many messages Parse handles between looks at Done.
+const cancelCheck = 64
 
 // ParseRequest parses an Anthropic Messages request body in one pass and
 // computes its canonical digests (see Parser.Parse).
@@ -378,6 +401,17 @@ func (p *Parser) messages() error {
 		p.blocks = make([]Block, 0, 16+len(c.in)/512)
 	}
 	for {
+		n := len(p.msgs)
+		if p.MaxMessages > 0 && n >= p.MaxMessages {
+			return fmt.Errorf("%w: the messages array holds more than %d messages", ErrTooManyMessages, p.MaxMessages)
+		}
+		if p.Done != nil && n%cancelCheck == 0 {
+			select {
+			case <-p.Done:
+				return fmt.Errorf("%w after %d messages", ErrCanceled, n)
+			default:
+			}
+		}
 		c.ws()
 		if e := p.Memo.lookup(c.in, c.pos); e != nil {
 			p.msgs = append(p.msgs, p.fromMemo(e))

@@ -79,6 +79,7 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Add(genRequest(1, 6))
+	f.Add(manyMessages(4)) // messages sharing all but their last bytes (the memo's old bucket key)
 	// One memo across the inputs a worker sees: a memo parse must always
 	// equal a fresh one.
 	memoParser := Parser{Memo: &Memo{MaxBytes: 1 << 20}}

@@ -20,19 +20,22 @@ type Memo struct {
 	// and if that is not enough, everything is.
 	MaxBytes int
 
-	entries map[string][]*memoEntry // by the first memoKeyLen raw bytes
+	// entries is keyed by a message's whole raw bytes. (Keying by a
+	// prefix and scanning the bucket made a parse quadratic in the
+	// messages sharing that prefix, which pi's tool results all do.)
+	entries map[string]*memoEntry
 	size    int
 	gen     uint64
 	hits    int
 	misses  int
 }
 
-// memoKeyLen is how many leading bytes of a message element index it. Only
-// objects at least this long are remembered (shorter ones are cheap).
-const memoKeyLen = 64
+// memoMinLen: only objects at least this long are remembered (shorter ones
+// are cheap to parse).
+const memoMinLen = 64
 
 type memoEntry struct {
-	raw    []byte
+	raw    string // the map key: the element's bytes
 	role   string
 	frame  Digest
 	blocks []Block // spans relative to the element's start; Chain unset
@@ -49,22 +52,29 @@ type memoEntry struct {
 // Stats reports the hits and misses of the memo's lookups so far.
 func (m *Memo) Stats() (hits, misses int) { return m.hits, m.misses }
 
-// lookup returns the remembered message whose raw bytes start in at pos.
-// An object's extent is fixed by its own bytes, so a stored element that is
-// a prefix of in[pos:] is exactly the element at pos.
+// lookup returns the remembered message whose raw bytes start in at pos,
+// in time linear in the element's length. The candidate extent is found by
+// bracket matching (objectEnd, which validates nothing): a stored
+// element was valid, so its nesting first returns to zero at its own last
+// byte, and if in[pos:] starts with it the candidate is exactly it. A
+// candidate that equals no stored element byte for byte is a miss, whatever
+// its extent.
 func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 	if m == nil {
 		return nil
 	}
-	if m.entries == nil || len(in)-pos < memoKeyLen {
+	if m.entries == nil || len(in)-pos < memoMinLen || in[pos] != '{' {
 		return nil
 	}
-	for _, e := range m.entries[string(in[pos:pos+memoKeyLen])] {
-		if bytes.HasPrefix(in[pos:], e.raw) {
-			e.used = m.gen
-			m.hits++
-			return e
-		}
+	end, ok := objectEnd(in, pos)
+	if !ok || end-pos < memoMinLen {
+		m.misses++
+		return nil
+	}
+	if e := m.entries[string(in[pos:end])]; e != nil {
+		e.used = m.gen
+		m.hits++
+		return e
 	}
 	m.misses++
 	return nil
@@ -73,13 +83,20 @@ func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 // add remembers a freshly parsed message and returns its entry (nil when
 // it is too short to remember).
 func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) *memoEntry {
-	if len(raw) < memoKeyLen || raw[0] != '{' {
+	if len(raw) < memoMinLen || raw[0] != '{' {
 		return nil
 	}
 	if m.entries == nil {
-		m.entries = make(map[string][]*memoEntry)
+		m.entries = make(map[string]*memoEntry)
 	}
-	e := &memoEntry{raw: bytes.Clone(raw), role: msg.Role, frame: msg.Frame, array: array, used: m.gen}
+	key := string(raw)
+	if e := m.entries[key]; e != nil {
+		// The same bytes twice in one request (lookup ran before the
+		// first was added): one entry serves both.
+		e.used = m.gen
+		return e
+	}
+	e := &memoEntry{raw: key, role: msg.Role, frame: msg.Frame, array: array, used: m.gen}
 	if array {
 		e.blocks = make([]Block, len(blocks))
 		for i, b := range blocks {
@@ -89,8 +106,7 @@ func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) *memoEn
 			e.blocks[i] = b
 		}
 	}
-	k := string(raw[:memoKeyLen])
-	m.entries[k] = append(m.entries[k], e)
+	m.entries[key] = e
 	m.size += len(raw)
 	return e
 }
@@ -103,18 +119,11 @@ func (m *Memo) endParse() {
 	}
 	if m.size > max {
 		m.size = 0
-		for k, es := range m.entries {
-			kept := es[:0]
-			for _, e := range es {
-				if e.used == m.gen {
-					kept = append(kept, e)
-					m.size += len(e.raw)
-				}
-			}
-			if len(kept) == 0 {
-				delete(m.entries, k)
+		for k, e := range m.entries {
+			if e.used == m.gen {
+				m.size += len(e.raw)
 			} else {
-				m.entries[k] = kept
+				delete(m.entries, k)
 			}
 		}
 		if m.size > max {
@@ -122,4 +131,41 @@ func (m *Memo) endParse() {
 		}
 	}
 	m.gen++
+}
+
+// objectEnd returns the index just past the object starting at in[pos]
+// ('{'): where the bracket nesting returns to zero, brackets inside
+// strings not counting. Nothing is validated; ok is false when the
+// nesting never returns to zero.
+func objectEnd(in []byte, pos int) (int, bool) {
+	depth := 0
+	for i := pos; i < len(in); i++ {
+		switch in[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		case '"':
+			// to the closing quote: one not preceded by an odd run of
+			// backslashes
+			for {
+				j := bytes.IndexByte(in[i+1:], '"')
+				if j < 0 {
+					return len(in), false
+				}
+				i += 1 + j
+				k := i - 1
+				for k > pos && in[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		}
+	}
+	return len(in), false
 }

@@ -70,10 +70,8 @@ func TestMemoBounded(t *testing.T) {
 			t.Fatalf("memo holds %d bytes, bound %d", memo.size, memo.MaxBytes)
 		}
 		total := 0
-		for _, es := range memo.entries {
-			for _, e := range es {
-				total += len(e.raw)
-			}
+		for _, e := range memo.entries {
+			total += len(e.raw)
 		}
 		if total != memo.size {
 			t.Fatalf("memo size %d, entries hold %d", memo.size, total)

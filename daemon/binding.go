@@ -2,11 +2,10 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -34,6 +33,8 @@ type Binder struct {
 	follow func(ctx context.Context, path string) error
 	log    *slog.Logger
 
+	maxMessages int
+
 	seqMu     sync.Mutex // guards loading seq's high-water
 	seqLoaded atomic.Bool
 	seq       atomic.Int64
@@ -56,6 +57,9 @@ type BinderConfig struct {
 	// (sessionFile); nil ignores it.
 	Follow func(ctx context.Context, path string) error
 	Logger *slog.Logger
+	// MaxMessages bounds a compiled request's messages (0:
+	// DefaultMaxMessages).
+	MaxMessages int
 }
 
 // NewBinder returns a Binder writing through j.
@@ -69,7 +73,10 @@ func NewBinder(j *Journal, cfg BinderConfig) *Binder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles, follow: cfg.Follow, log: cfg.Logger,
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = DefaultMaxMessages
+	}
+	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles, follow: cfg.Follow, log: cfg.Logger, maxMessages: cfg.MaxMessages,
 		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}}
 }
 
@@ -90,18 +97,10 @@ const (
 	idUnbound = "u_"
 )
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-func newCompileID(prefix string) string {
-	var b [10]byte
-	rand.Read(b[:])
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
-}
-
 // conv is one conversation's state in memory: a mirror of its rows,
 // loaded lazily from the database on first use.
 type conv struct {
-	mu       sync.Mutex
+	mu       convLock
 	id       string
 	loaded   bool
 	stored   bool // its row exists
@@ -139,7 +138,7 @@ func (b *Binder) conv(id string) *conv {
 			}
 		}
 	}
-	c = &conv{id: id}
+	c = &conv{id: id, mu: newConvLock()}
 	b.convs[id] = c
 	return c
 }
@@ -149,7 +148,9 @@ func (b *Binder) conv(id string) *conv {
 func (b *Binder) lock(ctx context.Context, id string) (*conv, error) {
 	for {
 		c := b.conv(id)
-		c.mu.Lock()
+		if err := c.mu.Lock(ctx, id); err != nil {
+			return nil, err
+		}
 		b.mu.Lock()
 		current := b.convs[id] == c
 		b.mu.Unlock()
@@ -192,6 +193,14 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 // nextSeq loads the high-water on first use. A failed load (the first
 // caller's context ended) is not remembered: the next call loads again.
 func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
+	if _, err := b.seqHighWater(ctx); err != nil {
+		return 0, err
+	}
+	return b.seq.Add(1), nil
+}
+
+// seqHighWater is the last compile seq assigned, loaded on first use.
+func (b *Binder) seqHighWater(ctx context.Context) (int64, error) {
 	if !b.seqLoaded.Load() {
 		b.seqMu.Lock()
 		if !b.seqLoaded.Load() {
@@ -205,7 +214,7 @@ func (b *Binder) nextSeq(ctx context.Context) (int64, error) {
 		}
 		b.seqMu.Unlock()
 	}
-	return b.seq.Add(1), nil
+	return b.seq.Load(), nil
 }
 
 // pathInfo is what a compile knows of a pi branch.
@@ -361,13 +370,18 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
-	req, err := b.parse(call.Conversation, call.Request)
-	if err != nil {
+	req, err := b.parse(ctx, call.Conversation, call.Request)
+	switch {
+	case errors.Is(err, binding.ErrCanceled):
+		return nil, fmt.Errorf("compile of conversation %q: %w", call.Conversation, context.Cause(ctx))
+	case errors.Is(err, binding.ErrTooManyMessages):
+		return nil, api.Errorf(api.CodeLimitExceeded, "compile: request: %v (--max-messages)", err)
+	case err != nil:
 		return nil, api.Errorf(api.CodeBadRequest, "compile: request: %v", err)
 	}
 	if !req.Bound {
 		// Not a Messages body: an empty plan, nothing to remember.
-		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound), Strips: []api.Strip{},
+		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound, 0), Strips: []api.Strip{},
 			DroppedMessages: []string{}, Cache: api.CacheChange{Cause: binding.CauseNone}}}
 		if call.Return != api.ReturnPlan {
 			ans.Request = call.Request
@@ -379,9 +393,9 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	if err != nil {
 		return nil, err
 	}
-	id := newCompileID(idReal)
+	id := newCompileID(idReal, seq)
 	if call.DryRun {
-		id = newCompileID(idDryRun)
+		id = newCompileID(idDryRun, seq)
 	}
 
 	compiled, err := func() (*binding.Compiled, error) {
@@ -469,6 +483,11 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 		return compiled, nil
 	}
 	rec := compiled.Persist.Record
+	if ctx.Err() != nil {
+		// The caller is gone: nobody will send this request, so nothing
+		// of it is recorded (the host compiles again when it retries).
+		return nil, fmt.Errorf("compile of conversation %q abandoned: %w", call.Conversation, context.Cause(ctx))
+	}
 	if err := b.persistCompile(ctx, c, call, compiled, rec); err != nil {
 		return nil, err
 	}
@@ -930,7 +949,7 @@ func (b *Binder) lookup(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	if !found {
-		return "", api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten (bindery remembers the %d most recent unaccepted compiles of a branch)", id, b.keep.PerBranch)
+		return "", b.unknownCompile(ctx, id)
 	}
 	return row.Conversation, nil
 }
@@ -955,7 +974,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	defer c.mu.Unlock()
 	e := c.compiles[call.CompileID]
 	if e == nil || (e.rec == nil && !e.accepted) {
-		return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten", call.CompileID)
+		return nil, b.unknownCompile(ctx, call.CompileID)
 	}
 	if e.accepted {
 		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, nil
@@ -975,7 +994,7 @@ func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	if err != nil {
 		switch binding.Code(err) {
 		case "unknown-compile":
-			return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or was forgotten", call.CompileID)
+			return nil, b.unknownCompile(ctx, call.CompileID)
 		case "dry-run":
 			return nil, api.Errorf(api.CodeDryRunCompile, "compile %q was a dry run", call.CompileID)
 		case "bad-reply", "bad-path", "bad-request":
@@ -1231,11 +1250,19 @@ func (b *Binder) Release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	branch := signatureBranch
 	compile := ""
 	if call.Signature != "" {
-		rels = []binding.Release{binding.SignatureRelease(call.Signature)}
+		rel := binding.SignatureRelease(call.Signature)
+		known, err := b.blockKnown(ctx, c, rel.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
+			return &api.ReleaseAnswer{Released: 0, Reason: unknownSignature}, nil
+		}
+		rels = []binding.Release{rel}
 	} else {
 		e := c.compiles[call.CompileID]
 		if e == nil || e.rec == nil {
-			return nil, api.Errorf(api.CodeUnknownCompile, "compile %q is unknown or its record was forgotten", call.CompileID)
+			return nil, b.unknownCompile(ctx, call.CompileID)
 		}
 		if rels, err = binding.ReleaseAtPath(e.rec, call.Path); err != nil {
 			if binding.Code(err) == "bad-path" {

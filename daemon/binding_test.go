@@ -524,8 +524,15 @@ func TestBinderAcceptedRetention(t *testing.T) {
 	if again, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ids[len(ids)-1]}); err != nil || !again.Repeated {
 		t.Fatalf("recent repeat: %+v %v", again, err)
 	}
-	if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ids[0]}); !api.IsCode(err, api.CodeUnknownCompile) {
-		t.Fatalf("repeat of a compile beyond the tombstones: %v", err)
+	if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: ids[0]}); !api.IsCode(err, api.CodeCompileForgotten) {
+		t.Fatalf("repeat of a compile beyond the tombstones: %v, want compile_forgotten", err)
+	}
+	// an id this database never made (its seq is beyond the last) is
+	// unknown, not forgotten; so is one without a seq
+	for _, id := range []string{newCompileID(idReal, 1<<40), "c_abcdefghijklmnop"} {
+		if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: id}); !api.IsCode(err, api.CodeUnknownCompile) {
+			t.Fatalf("accept of %s, never made here: %v, want unknown_compile", id, err)
+		}
 	}
 }
 
@@ -565,7 +572,7 @@ func TestBinderCompileRetention(t *testing.T) {
 	}
 	for i, id := range a {
 		_, err := b2.Accept(t.Context(), &api.AcceptCall{CompileID: id})
-		if forgotten := i < 12; forgotten != api.IsCode(err, api.CodeUnknownCompile) {
+		if forgotten := i < 12; forgotten != api.IsCode(err, api.CodeCompileForgotten) {
 			t.Fatalf("a[%d]: %v", i, err)
 		}
 	}

@@ -12,11 +12,14 @@ import (
 // included, so the feed sees events in seq order), and the Binder. The
 // feeds close in shutdown step 3.
 func (d *daemon) wireBinding(s *api.Server) *Journal {
-	hub := api.NewHub(0, d.log.With("component", "events"))
+	hub := api.NewHub(d.cfg.FeedBuffer, d.log.With("component", "events"))
 	j := &Journal{DB: d.store, Hub: hub, Logger: d.log.With("component", "events"),
 		Retention: db.EventRetention{MaxCount: d.cfg.EventsMax, MaxAge: d.cfg.EventsMaxAge}}
 	b := NewBinder(j, BinderConfig{
-		Models: d.cfg.ModelTable,
+		Models:      d.cfg.ModelTable,
+		MaxMessages: d.cfg.MaxMessages,
+		Compiles: db.CompileRetention{PerBranch: db.DefaultCompileRetention.PerBranch, PerConversation: db.DefaultCompileRetention.PerConversation,
+			AcceptedRecords: db.DefaultCompileRetention.AcceptedRecords, Tombstones: d.cfg.AcceptedWindow},
 		Logger: d.log.With("component", "binding"),
 		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
@@ -32,7 +35,8 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		return err
 	}
 	s.Binder = b
-	s.Events = &api.EventFeed{Hub: hub, Log: EventLog{DB: d.store}, Logger: d.log.With("component", "events")}
+	s.Events = &api.EventFeed{Hub: hub, Log: EventLog{DB: d.store}, WriteTimeout: d.cfg.FeedStall, MaxID: d.cfg.MaxID,
+		Logger: d.log.With("component", "events")}
 	d.onShutdown = append(d.onShutdown, hub.Close)
 	return j
 }

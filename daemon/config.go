@@ -15,6 +15,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
 )
 
 // Config is everything `bindery serve` can be told. Every setting has a
@@ -33,6 +34,22 @@ import (
 //	--shutdown-timeout BINDERY_SHUTDOWN_TIMEOUT 10s (how long in-flight requests may finish on SIGTERM)
 //	--log-level       BINDERY_LOG_LEVEL      info (debug, info, warn, error)
 //	--models          BINDERY_MODELS         <state-dir>/models.json if it exists; else the built-in model table (binding.DefaultModelTable)
+//	--events-max      BINDERY_EVENTS_MAX     100000 (events the log keeps; 0: no count bound)
+//	--events-max-age  BINDERY_EVENTS_MAX_AGE 720h (0: no age bound)
+//
+// Limits (README "Limits"; each answers its own error):
+//
+//	--max-messages    BINDERY_MAX_MESSAGES   100000 (messages in one compiled request; more: 400 limit_exceeded)
+//	--max-id          BINDERY_MAX_ID         256 (bytes of a conversation, branch, compile id, release path)
+//	--max-path        BINDERY_MAX_PATH       4096 (bytes of a compile's sessionFile)
+//	--max-signature   BINDERY_MAX_SIGNATURE  512KiB (a release's signature)
+//	--min-body-rate   BINDERY_MIN_BODY_RATE  64KiB (bytes/s a request body must keep up after the grace; else 408 body_timeout)
+//	--body-grace      BINDERY_BODY_GRACE     10s
+//	--header-timeout  BINDERY_HEADER_TIMEOUT 10s (to send a request's headers)
+//	--idle-timeout    BINDERY_IDLE_TIMEOUT   2m (an idle keep-alive connection is closed)
+//	--accepted-window BINDERY_ACCEPTED_WINDOW 10000 (accepted compiles a conversation remembers: a repeated accept answers 200 within it, 404 compile_forgotten beyond)
+//	--feed-buffer     BINDERY_FEED_BUFFER    1024 (events a websocket subscriber may fall behind before it is dropped)
+//	--feed-stall      BINDERY_FEED_STALL     30s (how long one event write to a subscriber may block)
 //
 // pi's own session-folder settings are followed too: $PI_CODING_AGENT_SESSION_DIR
 // and "sessionDir" in <agent-dir>/settings.json (later pi versions).
@@ -55,6 +72,20 @@ type Config struct {
 	// the daemon from starting: a wrong table can cost refused requests.
 	Models     string
 	ModelTable *binding.ModelTable
+
+	// Limits on what clients send (README "Limits").
+	MaxMessages   int
+	MaxID         int
+	MaxPath       int
+	MaxSignature  int64
+	MinBodyRate   int64
+	BodyGrace     time.Duration
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+	FeedBuffer    int
+	FeedStall     time.Duration
+	// AcceptedWindow is db.CompileRetention.Tombstones.
+	AcceptedWindow int
 
 	// Not settable from the command line.
 	Version  string
@@ -83,6 +114,17 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		LogLevel:        slog.LevelInfo,
 		EventsMax:       100_000,
 		EventsMaxAge:    30 * 24 * time.Hour,
+		MaxMessages:     DefaultMaxMessages,
+		MaxID:           api.DefaultLimits.ID,
+		MaxPath:         api.DefaultLimits.Path,
+		MaxSignature:    int64(api.DefaultLimits.Signature),
+		MinBodyRate:     api.DefaultLimits.MinBodyRate,
+		BodyGrace:       api.DefaultLimits.BodyGrace,
+		HeaderTimeout:   10 * time.Second,
+		IdleTimeout:     2 * time.Minute,
+		FeedBuffer:      api.DefaultSubscriberBuffer,
+		FeedStall:       30 * time.Second,
+		AcceptedWindow:  db.DefaultCompileRetention.Tombstones,
 		Getenv:          getenv,
 		Database:        getenv("BINDERY_DB"),
 		Socket:          getenv("BINDERY_SOCKET"),
@@ -116,8 +158,36 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 	}
 	for _, d := range []struct {
 		env string
+		p   *int64
+	}{{"BINDERY_MAX_SIGNATURE", &c.MaxSignature}, {"BINDERY_MIN_BODY_RATE", &c.MinBodyRate}} {
+		if v := getenv(d.env); v != "" {
+			if *d.p, err = parseSize(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.env, err))
+			}
+		}
+	}
+	for _, d := range []struct {
+		env string
+		p   *int
+	}{{"BINDERY_MAX_MESSAGES", &c.MaxMessages}, {"BINDERY_MAX_ID", &c.MaxID}, {"BINDERY_MAX_PATH", &c.MaxPath}, {"BINDERY_FEED_BUFFER", &c.FeedBuffer},
+		{"BINDERY_ACCEPTED_WINDOW", &c.AcceptedWindow}} {
+		if v := getenv(d.env); v != "" {
+			if *d.p, err = strconv.Atoi(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.env, err))
+			}
+		}
+	}
+	if v := getenv("BINDERY_EVENTS_MAX"); v != "" {
+		if c.EventsMax, err = strconv.ParseInt(v, 10, 64); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_EVENTS_MAX: %w", err))
+		}
+	}
+	for _, d := range []struct {
+		env string
 		p   *time.Duration
-	}{{"BINDERY_RESCAN", &c.Rescan}, {"BINDERY_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout}} {
+	}{{"BINDERY_RESCAN", &c.Rescan}, {"BINDERY_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout}, {"BINDERY_EVENTS_MAX_AGE", &c.EventsMaxAge},
+		{"BINDERY_BODY_GRACE", &c.BodyGrace}, {"BINDERY_HEADER_TIMEOUT", &c.HeaderTimeout}, {"BINDERY_IDLE_TIMEOUT", &c.IdleTimeout},
+		{"BINDERY_FEED_STALL", &c.FeedStall}} {
 		if v := getenv(d.env); v != "" {
 			if *d.p, err = time.ParseDuration(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", d.env, err))
@@ -151,8 +221,33 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (env BINDERY_SHUTDOWN_TIMEOUT)")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
 	fs.StringVar(&c.Models, "models", c.Models, "a JSON file overriding the model table: which models bind thinking and read whose blocks (env BINDERY_MODELS; default <state-dir>/models.json if it exists)")
-	fs.Int64Var(&c.EventsMax, "events-max", c.EventsMax, "the event log keeps at most this many events (0: no count bound)")
-	fs.DurationVar(&c.EventsMaxAge, "events-max-age", c.EventsMaxAge, "the event log keeps no event older than this (0: no age bound)")
+	fs.Int64Var(&c.EventsMax, "events-max", c.EventsMax, "the event log keeps at most this many events (0: no count bound) (env BINDERY_EVENTS_MAX)")
+	fs.DurationVar(&c.EventsMaxAge, "events-max-age", c.EventsMaxAge, "the event log keeps no event older than this (0: no age bound) (env BINDERY_EVENTS_MAX_AGE)")
+
+	fs.IntVar(&c.MaxMessages, "max-messages", c.MaxMessages, "most messages in one compiled request; more answer 400 limit_exceeded (env BINDERY_MAX_MESSAGES)")
+	fs.IntVar(&c.MaxID, "max-id", c.MaxID, "most bytes in a conversation, branch or compile id or a release path; longer answer 400 limit_exceeded (env BINDERY_MAX_ID)")
+	fs.IntVar(&c.MaxPath, "max-path", c.MaxPath, "most bytes in a compile's sessionFile (env BINDERY_MAX_PATH)")
+	sizeFlag(fs, &c.MaxSignature, "max-signature", "most bytes in a release's signature (env BINDERY_MAX_SIGNATURE)")
+	sizeFlag(fs, &c.MinBodyRate, "min-body-rate", "bytes per second a request body must keep up after --body-grace; slower answers 408 body_timeout (env BINDERY_MIN_BODY_RATE)")
+	fs.DurationVar(&c.BodyGrace, "body-grace", c.BodyGrace, "time a request body has before --min-body-rate applies (env BINDERY_BODY_GRACE)")
+	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "time a client has to send a request's headers (env BINDERY_HEADER_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "an idle keep-alive connection is closed after this (env BINDERY_IDLE_TIMEOUT)")
+	fs.IntVar(&c.AcceptedWindow, "accepted-window", c.AcceptedWindow, "accepted compiles a conversation remembers: a repeated accept within them answers 200 (repeated), beyond them 404 compile_forgotten (env BINDERY_ACCEPTED_WINDOW)")
+	fs.IntVar(&c.FeedBuffer, "feed-buffer", c.FeedBuffer, "events a websocket subscriber may fall behind before it is dropped with a close reason (env BINDERY_FEED_BUFFER)")
+	fs.DurationVar(&c.FeedStall, "feed-stall", c.FeedStall, "how long one event write to a websocket subscriber may block before the connection is cut (env BINDERY_FEED_STALL)")
+}
+
+// DefaultMaxMessages bounds a compiled request's messages. Anthropic's
+// Messages API takes at most 100,000 messages in one request, so a longer
+// one could only be refused by the provider anyway.
+const DefaultMaxMessages = 100_000
+
+func sizeFlag(fs *flag.FlagSet, p *int64, name, usage string) {
+	fs.Func(name, fmt.Sprintf("%s; e.g. 64KiB (default %s)", usage, formatSize(*p)), func(s string) error {
+		n, err := parseSize(s)
+		*p = n
+		return err
+	})
 }
 
 // Resolve fills the derived paths and checks the settings.
@@ -211,6 +306,17 @@ func (c *Config) Resolve() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive")
+	}
+	for _, b := range []struct {
+		flag string
+		v    int64
+	}{{"--max-messages", int64(c.MaxMessages)}, {"--max-id", int64(c.MaxID)}, {"--max-path", int64(c.MaxPath)},
+		{"--max-signature", c.MaxSignature}, {"--min-body-rate", c.MinBodyRate}, {"--feed-buffer", int64(c.FeedBuffer)},
+		{"--body-grace", int64(c.BodyGrace)}, {"--header-timeout", int64(c.HeaderTimeout)}, {"--idle-timeout", int64(c.IdleTimeout)},
+		{"--feed-stall", int64(c.FeedStall)}, {"--accepted-window", int64(c.AcceptedWindow)}} {
+		if b.v <= 0 {
+			return fmt.Errorf("%s must be positive", b.flag)
+		}
 	}
 	return nil
 }
@@ -316,6 +422,8 @@ func formatSize(n int64) string {
 		return fmt.Sprintf("%dGiB", n>>30)
 	case n%(1<<20) == 0:
 		return fmt.Sprintf("%dMiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return strconv.FormatInt(n, 10)
 }

@@ -13,8 +13,10 @@
 // component fails:
 //
 //  1. STOPPING=1 to systemd.
-//  2. Stop accepting: http.Server.Shutdown closes the listener (removing the
-//     socket file) and waits up to --shutdown-timeout for in-flight requests.
+//  2. Stop accepting: http.Server.Shutdown closes the listener and waits up
+//     to --shutdown-timeout for in-flight requests. The socket file is
+//     removed at the end, and only if it is still the one this daemon
+//     created (device and inode): a file put at the path is never deleted.
 //  3. Close the live feeds (hooks in onShutdown; websockets are not ended by
 //     Shutdown).
 //  4. Stop the watcher: its context is cancelled and Run returns after the
@@ -127,15 +129,25 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		Logger: d.log,
 	}, watcherCursors(saved))
 
-	ln, err := listenSocket(cfg.Socket)
+	ln, removeSocket, err := listenSocket(cfg.Socket)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// After the server closed the listener (it has by the time Run
+		// returns): remove only our own socket (socket.go).
+		if err := removeSocket(); err != nil {
+			d.log.Warn("socket not removed", "err", err)
+		}
+	}()
 	apiServer := &api.Server{
 		Sessions: d,
 		Health:   d,
 		UID:      os.Getuid(),
 		MaxBody:  cfg.MaxBody,
+		Limits: api.Limits{ID: cfg.MaxID, Path: cfg.MaxPath, Signature: int(cfg.MaxSignature),
+			MinBodyRate: cfg.MinBodyRate, BodyGrace: cfg.BodyGrace},
+		Classify: d.classifyStorage,
 		Version:  cfg.Version,
 		Logger:   d.log.With("component", "api"),
 	}
@@ -144,7 +156,8 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	srv := &http.Server{
 		Handler:           apiServer.Handler(),
 		ConnContext:       peerContext,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(d.log.With("component", "http").Handler(), slog.LevelWarn),
 	}
 

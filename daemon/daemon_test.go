@@ -137,7 +137,7 @@ func TestSessionRoots(t *testing.T) {
 func TestListenSocket(t *testing.T) {
 	dir := filepath.Join(shortDir(t), "run")
 	sock := filepath.Join(dir, "b.sock")
-	ln, err := listenSocket(sock)
+	ln, _, err := listenSocket(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestListenSocket(t *testing.T) {
 		}
 	}()
 	// A live socket is never replaced.
-	if _, err := listenSocket(sock); !errors.Is(err, ErrLocked) {
+	if _, _, err := listenSocket(sock); !errors.Is(err, ErrLocked) {
 		t.Errorf("second listener on a live socket: %v", err)
 	}
 	// A crash leaves the file behind: it is replaced.
@@ -166,17 +166,53 @@ func TestListenSocket(t *testing.T) {
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatal("the stale socket file should still be there:", err)
 	}
-	ln2, err := listenSocket(sock)
+	ln2, remove, err := listenSocket(sock)
 	if err != nil {
 		t.Fatalf("stale socket not replaced: %v", err)
 	}
 	ln2.Close()
-	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("closing the listener left the socket file: %v", err)
+	if err := remove(); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("removing our socket left the socket file: %v", err)
+	}
+	// What replaced our socket since is not ours to remove: a regular
+	// file, or another listener's socket.
+	ln3, remove3, err := listenSocket(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln3.Close()
+	os.Remove(sock)
+	os.WriteFile(sock, []byte("mine"), 0o600)
+	if err := remove3(); err == nil {
+		t.Error("remove of a regular file put at our socket's path: no error")
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "mine" {
+		t.Error("a regular file put at the socket's path was removed or changed")
+	}
+	os.Remove(sock)
+	ln4, remove4, err := listenSocket(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(sock)
+	other, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln4.Close()
+	if err := remove4(); err == nil {
+		t.Error("remove of another listener's socket: no error")
+	}
+	if _, err := os.Lstat(sock); err != nil {
+		t.Errorf("another listener's socket was removed: %v", err)
+	}
+	other.Close()
 	// A regular file where the socket goes is never deleted.
 	os.WriteFile(sock, []byte("mine"), 0o600)
-	if _, err := listenSocket(sock); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, _, err := listenSocket(sock); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("regular file: %v", err)
 	}
 	if b, _ := os.ReadFile(sock); string(b) != "mine" {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"sync"
 
 	"github.com/my-pi/bindery/binding"
@@ -59,18 +60,28 @@ func (s *memoSet) slot(conversation string) *memoSlot {
 	return m
 }
 
-// parse parses a compile's request with the conversation's memo.
-func (b *Binder) parse(conversation string, body []byte) (*binding.Request, error) {
+// parse parses a compile's request with the conversation's memo, bounded
+// by --max-messages and ended early when ctx ends (the client went away).
+//
+// A memo busy with another parse of the same conversation is not waited
+// for: the parse goes without it (same answer, more work). Waiting made
+// every compile of a conversation queue behind one that was still parsing
+// a huge request nobody waited for any more.
+func (b *Binder) parse(ctx context.Context, conversation string, body []byte) (*binding.Request, error) {
 	p, _ := b.parsers.Get().(*binding.Parser)
 	if p == nil {
 		p = new(binding.Parser)
 	}
 	defer b.parsers.Put(p)
+	p.MaxMessages, p.Done = b.maxMessages, ctx.Done()
+	defer func() { p.Done = nil }()
 	if conversation == "" {
 		return p.Parse(body)
 	}
 	m := b.memos.slot(conversation)
-	m.mu.Lock()
+	if !m.mu.TryLock() {
+		return p.Parse(body)
+	}
 	defer m.mu.Unlock()
 	p.Memo = &m.memo
 	defer func() { p.Memo = nil }()

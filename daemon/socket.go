@@ -82,7 +82,42 @@ func (l *lock) release() {
 // listenSocket listens on path inside its private folder. A leftover file
 // from a crash is replaced, but only after a dial shows nothing answers on
 // it; a live socket or a file that is not a socket is never touched.
-func listenSocket(path string) (*net.UnixListener, error) {
+//
+// The listener does not unlink its path on close (net's default would
+// remove whatever is at the path by then): the returned remove deletes the
+// path only while it is still the socket this call created, the same
+// device and inode, so a file or another daemon's socket put there since
+// is left alone.
+func listenSocket(path string) (ln *net.UnixListener, remove func() error, err error) {
+	ln, err = listenUnix(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return ln, func() error { return removeIfSame(path, fi) }, nil
+}
+
+// removeIfSame removes path if it is still the file ours describes.
+func removeIfSame(path string, ours fs.FileInfo) error {
+	now, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket %s: %w", path, err)
+	}
+	if !os.SameFile(ours, now) || now.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s is no longer the socket this daemon created (replaced by a %v): left in place", path, now.Mode().Type())
+	}
+	return os.Remove(path)
+}
+
+func listenUnix(path string) (*net.UnixListener, error) {
 	if err := privateDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
@@ -111,7 +146,6 @@ func listenSocket(path string) (*net.UnixListener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(true)
 	return ln, nil
 }
 

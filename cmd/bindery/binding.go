@@ -265,6 +265,9 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 					var ce websocket.CloseError
 					if errors.As(err, &ce) {
 						reason = ce.Reason
+						if reason == "" {
+							reason = ce.Code.String()
+						}
 					}
 					if *once {
 						return fmt.Errorf("feed ended: %s", reason)

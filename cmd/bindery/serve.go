@@ -21,7 +21,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cmd := newCommand("serve", "[flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM. Flags:", stdout, stderr)
+	cmd := newCommand("serve", "[flags]\n\nRuns the daemon in the foreground until SIGINT or SIGTERM (SIGHUP is logged and ignored). Flags:", stdout, stderr)
 	cfg.Flags(cmd.fs)
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
@@ -51,6 +51,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	go func() {
 		<-ctx.Done()
 		stop() // a second signal now ends the process at once
+	}()
+	// SIGHUP (a closing terminal, systemctl reload) must not kill the
+	// daemon. Every setting is read once at start and nothing can be
+	// reloaded in place, so it is logged and otherwise ignored: restart
+	// the daemon to apply changed flags, environment or model table.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			cfg.Logger.Info("SIGHUP ignored: bindery reads its settings only at start; restart it to apply changes")
+		}
 	}()
 	err = daemon.Run(ctx, cfg)
 	if bar != nil {
