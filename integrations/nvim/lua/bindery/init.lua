@@ -346,6 +346,8 @@ function M.setup(opts)
     end
     fn(o.fargs[2])
   end, { nargs = "*", complete = function() return complete() end })
+  -- Leaving Neovim ends the feed job and the timers with it.
+  vim.api.nvim_create_autocmd("VimLeavePre", { callback = function() M.stop() end })
   M.start()
 end
 
