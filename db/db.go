@@ -66,6 +66,9 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	if opt.Readers <= 0 {
 		opt.Readers = 4
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
 	ms := busyTimeout.Milliseconds()
 	sync := "synchronous(FULL)"
 	if opt.NoSync {
