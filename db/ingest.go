@@ -161,7 +161,8 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	var f liveFile
 	var session sql.NullString
 	var dev, ino int64 // SQLite integers are signed; the bits are kept
-	err := tx.StmtContext(ctx, d.stmts.liveFile).QueryRowContext(ctx, b.Path).Scan(&f.id, &dev, &ino, &session)
+	var prevOffset int64
+	err := tx.StmtContext(ctx, d.stmts.liveFile).QueryRowContext(ctx, b.Path).Scan(&f.id, &dev, &ino, &prevOffset, &session)
 	known := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Ingested{}, fmt.Errorf("look up file: %w", err)
@@ -279,15 +280,30 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			return out, fmt.Errorf("update session: %w", err)
 		}
 	}
-	for i, ie := range b.Errors {
-		if _, err := tx.StmtContext(ctx, d.stmts.insertError).ExecContext(ctx, f.id, ie.Line, ie.Offset, ie.Reason, now); err != nil {
+	i := 0
+	for _, ie := range b.Errors {
+		ins := d.stmts.insertError
+		if ie.Offset == c.Offset || (known && b.Kind == Grew && ie.Offset == prevOffset) {
+			// The line the cursor stops at, or stopped at before: an
+			// overlong line the watcher records when it passes the bound,
+			// and again after a restart if it had not ended. Recorded once
+			// (at most two such errors a batch, so the check's scan of the
+			// file's errors is not paid per line).
+			ins = d.stmts.insertErrorOnce
+		}
+		res, err := tx.StmtContext(ctx, ins).ExecContext(ctx, f.id, ie.Line, ie.Offset, ie.Reason, now)
+		if err != nil {
 			return out, fmt.Errorf("save ingest error: %w", err)
 		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue // recorded before
+		}
+		i++
 		// One event per bad line, but a file of garbage must not flood
 		// the log: past maxErrorEvents the rest are only counted.
-		if i < maxErrorEvents {
+		if i <= maxErrorEvents {
 			fields := map[string]any{"file": b.Path, "line": ie.Line, "offset": ie.Offset, "reason": ie.Reason}
-			if i == maxErrorEvents-1 && len(b.Errors) > maxErrorEvents {
+			if i == maxErrorEvents && len(b.Errors) > maxErrorEvents {
 				fields["more"] = len(b.Errors) - maxErrorEvents
 			}
 			ev, err := AppendEvent(ctx, tx, EventIngestError, f.session, fields)
@@ -352,6 +368,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
 	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
+	insertErrorOnce                                                   *sql.Stmt
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -359,7 +376,7 @@ func (d *DB) prepare(ctx context.Context) error {
 		s   **sql.Stmt
 		sql string
 	}{
-		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
+		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, f.offset, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
 		{&d.stmts.insertFile, `INSERT INTO files (path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&d.stmts.updateCursor, `UPDATE files SET offset = ?, lines = ?, check_digest = ?, updated_ms = ? WHERE id = ?`},
 		{&d.stmts.upsertSession, `INSERT INTO sessions (file, id, cwd, version, parent_session, header_time, last_activity) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -375,6 +392,8 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
+		{&d.stmts.insertErrorOnce, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) SELECT ?1, ?2, ?3, ?4, ?5
+			WHERE NOT EXISTS (SELECT 1 FROM ingest_errors WHERE file = ?1 AND offset = ?3 AND line = ?2 AND reason = ?4)`},
 	} {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -388,7 +407,7 @@ func (d *DB) prepare(ctx context.Context) error {
 
 func (s *writerStmts) close() {
 	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError} {
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce} {
 		if st != nil {
 			st.Close()
 		}
