@@ -122,9 +122,10 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	d.ingest = newIngester(d.store, saved, cfg.Progress)
 	d.ingest.measure(d.roots)
 	d.watch = watcher.New(watcher.Config{
-		Roots:  wroots,
-		Rescan: cfg.Rescan,
-		Logger: d.log,
+		Roots:        wroots,
+		Rescan:       cfg.Rescan,
+		MaxLineBytes: int(cfg.MaxLineBytes),
+		Logger:       d.log,
 	}, watcherCursors(saved))
 
 	ln, err := listenSocket(cfg.Socket)

@@ -8,7 +8,8 @@
 // The client commands find the daemon's socket as the daemon does
 // ($BINDERY_SOCKET, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else under
 // the state directory); --socket overrides it. Exit status: 0 on success,
-// 1 on an error, 2 on bad usage, 3 when the daemon is not running.
+// 1 on an error, 2 on bad usage, 3 when the daemon is not running, 4 when
+// status finds it degraded (something is not being followed).
 package main
 
 import (
@@ -86,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "bindery:", err)
 	if _, ok := errors.AsType[*api.NotRunningError](err); ok {
 		return 3
+	}
+	if _, ok := errors.AsType[*degradedError](err); ok {
+		return 4
 	}
 	return 1
 }
