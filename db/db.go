@@ -41,6 +41,7 @@ type DB struct {
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
 	hot     hotStmts // stmts.go
+	cycles  cycleLog // walk.go
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -137,6 +138,7 @@ func (d *DB) Path() string { return d.path }
 // which checkpoints the WAL. Call it after every writer has stopped.
 func (d *DB) Close() error {
 	var errs []error
+	d.cycles.wg.Wait()
 	if _, err := d.writer.Exec("PRAGMA optimize"); err != nil {
 		errs = append(errs, fmt.Errorf("optimize: %w", err))
 	}

@@ -236,6 +236,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	insEntry := tx.StmtContext(ctx, d.stmts.insertEntry)
 	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
 	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
+	seqs := make([]int64, len(b.Entries))
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		u := e.Usage
@@ -255,6 +256,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		if err != nil {
 			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
 		}
+		seqs[i] = seq
 		for _, t := range e.Thinking {
 			var dig any
 			if len(t.SigDigest) > 0 {
@@ -280,8 +282,19 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			return out, fmt.Errorf("update session: %w", err)
 		}
 	}
+	errs := b.Errors
+	for _, c := range batchCycles(f.id, b.Entries, seqs) {
+		// Recorded like a bad line, at the entry taken as a root.
+		errs = append(errs, IngestError{Line: c.nodes[0].line, Offset: c.nodes[0].offset, Reason: c.reason()})
+		d.cycles.mu.Lock()
+		if d.cycles.done == nil {
+			d.cycles.done = map[[2]int64]bool{}
+		}
+		d.cycles.done[[2]int64{f.id, c.nodes[0].seq}] = true
+		d.cycles.mu.Unlock()
+	}
 	i := 0
-	for _, ie := range b.Errors {
+	for _, ie := range errs {
 		ins := d.stmts.insertError
 		if ie.Offset == c.Offset || (known && b.Kind == Grew && ie.Offset == prevOffset) {
 			// The line the cursor stops at, or stopped at before: an
@@ -303,8 +316,8 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		// the log: past maxErrorEvents the rest are only counted.
 		if i <= maxErrorEvents {
 			fields := map[string]any{"file": b.Path, "line": ie.Line, "offset": ie.Offset, "reason": ie.Reason}
-			if i == maxErrorEvents && len(b.Errors) > maxErrorEvents {
-				fields["more"] = len(b.Errors) - maxErrorEvents
+			if i == maxErrorEvents && len(errs) > maxErrorEvents {
+				fields["more"] = len(errs) - maxErrorEvents
 			}
 			ev, err := AppendEvent(ctx, tx, EventIngestError, f.session, fields)
 			if err != nil {

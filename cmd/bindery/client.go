@@ -230,7 +230,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(d.IngestErrors) > 0 {
-		fmt.Fprintf(stdout, "\n%d lines skipped:\n", len(d.IngestErrors))
+		fmt.Fprintf(stdout, "\nlines skipped (%d):\n", len(d.IngestErrors))
 		for _, e := range d.IngestErrors {
 			fmt.Fprintf(stdout, "  line %d (offset %d): %s\n", e.Line, e.Offset, e.Reason)
 		}
