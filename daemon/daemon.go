@@ -186,6 +186,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		return nil
 	})
 	g.Go(func() error { return d.trackFirstScan(gctx) })
+	g.Go(func() error { return d.watchdog(gctx) })
 	g.Go(func() error { return journal.RunPruner(gctx, time.Minute) })
 	g.Go(func() error {
 		<-gctx.Done()

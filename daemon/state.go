@@ -198,6 +198,9 @@ func apiIngestError(e db.RecordedError) api.IngestError {
 
 // fileProblem is the watcher's problem with path, if any.
 func (d *daemon) fileProblem(path string) *api.WatcherProblem {
+	if d.watch == nil {
+		return nil
+	}
 	for _, p := range d.watch.Status().Problems {
 		if p.Path == path {
 			ap := apiProblem(p)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,6 +105,7 @@ type Watcher struct {
 	scanned  map[string]struct{} // folders listed by the rescan under way
 
 	lastPublish time.Time
+	beat        atomic.Int64 // unix ns: Run's loop last made progress (Beat)
 	afterVisit  func(path string)
 	addWatch    func(dir string) error // test hook replacing fsw.Add // test hook: a file was brought up to date (or failed)
 }
@@ -207,6 +209,17 @@ func (w *Watcher) Follow(path string) error {
 	return nil
 }
 
+// Beat is when Run's loop last made progress: it wakes at least every
+// Rescan, and beats after every file a rescan looks at and every batch the
+// sink takes, so a Beat older than a few Rescans means the loop is stuck
+// (the daemon's watchdog stops then). Zero before Run.
+func (w *Watcher) Beat() time.Time {
+	if n := w.beat.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Status returns a snapshot of the watcher's state.
 func (w *Watcher) Status() Status {
 	w.mu.Lock()
@@ -255,6 +268,7 @@ func (w *Watcher) Run(ctx context.Context, sink Sink) error {
 
 	w.rescan(ctx, sink)
 	for {
+		w.beat.Store(time.Now().UnixNano())
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -477,6 +491,7 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 			return
 		}
 		w.visitFile(ctx, p, sink)
+		w.beat.Store(time.Now().UnixNano())
 		if time.Since(w.lastPublish) > 100*time.Millisecond {
 			w.publishStatus()
 		}
@@ -747,6 +762,7 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 			if err := sink(ctx, b); err != nil {
 				return fmt.Errorf("ingest %s: %w", path, err)
 			}
+			w.beat.Store(time.Now().UnixNano())
 			st.cur, st.chk, st.found = next, nextChk, true
 			cur, chk, kind = next, nextChk, Grew
 			prevTail = w.rd.tail.buf // reset copies it onto itself: no clone needed

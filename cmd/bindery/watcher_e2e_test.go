@@ -6,6 +6,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,5 +363,36 @@ func TestParentCycleSession(t *testing.T) {
 	out, _, code = d.runCLI(ctxT(t), "show", sid)
 	if code != 0 || !strings.Contains(out, "line 2 (offset") || !strings.Contains(out, "parentId cycle") {
 		t.Errorf("show: exit %d\n%s", code, out)
+	}
+}
+
+// Under systemd's watchdog ($WATCHDOG_USEC, from WatchdogSec= in the unit)
+// the daemon sends WATCHDOG=1 on $NOTIFY_SOCKET while it is healthy.
+func TestWatchdogPings(t *testing.T) {
+	e := newE2E(t)
+	addr := filepath.Join(e.root, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	e.env = append(e.env, "NOTIFY_SOCKET="+addr, "WATCHDOG_USEC=200000")
+	p := e.serve()
+	seen := map[string]int{}
+	buf := make([]byte, 4096)
+	deadline := time.Now().Add(20 * time.Second)
+	for seen["READY=1"] == 0 || seen["WATCHDOG=1"] < 3 {
+		conn.SetReadDeadline(deadline)
+		n, _, err := conn.ReadFromUnix(buf)
+		if err != nil {
+			t.Fatalf("waiting for READY=1 and three WATCHDOG=1: %v; seen %v", err, seen)
+		}
+		for _, l := range strings.Split(string(buf[:n]), "\n") {
+			seen[l]++
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-p.done; err != nil {
+		t.Errorf("exit: %v\n%s", err, p.stderr)
 	}
 }
