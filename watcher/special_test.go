@@ -252,3 +252,35 @@ func TestSparseFileNotRead(t *testing.T) {
 		t.Errorf("read %d bytes of a sparse file", n)
 	}
 }
+
+// A batch the sink refuses (a busy or full database) is retried, and is
+// not listed as a problem with the file: the file was read.
+func TestSinkFailureIsNotAFileProblem(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sess := pisession.Generate(pisession.Options{Seed: 74, Turns: 1})
+	path := writeSession(t, filepath.Join(root, "--p--"), sess)
+	s := newStore()
+	refused := make(chan struct{}, 100)
+	fail := true
+	s.fail = func(Batch) error {
+		if fail {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+			return os.ErrDeadlineExceeded
+		}
+		return nil
+	}
+	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond}, nil, s, nil)
+	for range 3 {
+		<-refused
+	}
+	if p, ok := r.w.problem(path); ok {
+		t.Errorf("a refused batch listed as a problem: %+v", p)
+	}
+	s.mu.Lock()
+	fail = false
+	s.mu.Unlock()
+	s.waitFor(t, "the batch once the sink takes it", func() bool { return s.entriesMatch(path, sess) })
+}

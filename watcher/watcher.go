@@ -665,7 +665,9 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 	defer f.Close()
 	w.clearProblem(path, NotRegular)
 	if err := w.read(ctx, path, f, fi, sink); err != nil {
-		w.setProblem(path, Unreadable, err.Error())
+		if _, stored := errors.AsType[*sinkError](err); !stored {
+			w.setProblem(path, Unreadable, err.Error())
+		}
 		return err
 	}
 	w.clearProblem(path, Unreadable)
@@ -678,6 +680,13 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 	}
 	return nil
 }
+
+// sinkError is a batch the sink refused: the file was read, the store
+// failed (and says so itself); not a problem with the file.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
 
 // read brings the cursor of path, open as f, up to date.
 func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileInfo, sink Sink) error {
@@ -692,7 +701,7 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 		// Another file now lives at this path (deleted and recreated, or
 		// renamed into place): the old one is gone.
 		if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
-			return fmt.Errorf("replaced %s: %w", path, err)
+			return &sinkError{fmt.Errorf("replaced %s: %w", path, err)}
 		}
 		st = nil
 		delete(w.files, path)
@@ -760,7 +769,7 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 				next = cur
 			}
 			if err := sink(ctx, b); err != nil {
-				return fmt.Errorf("ingest %s: %w", path, err)
+				return &sinkError{fmt.Errorf("ingest %s: %w", path, err)}
 			}
 			w.beat.Store(time.Now().UnixNano())
 			st.cur, st.chk, st.found = next, nextChk, true
