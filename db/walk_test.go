@@ -120,7 +120,7 @@ func TestReversedFileTree(t *testing.T) {
 	d := mustOpen(t)
 	ctx := t.Context()
 	path := "/s/rev.jsonl"
-	const n = 3000
+	const n = 1000
 	var ids, parents []string
 	for i := range n {
 		ids = append(ids, "e"+itoa(n-i))
