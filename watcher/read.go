@@ -77,8 +77,10 @@ func (r *reader) readBatch(f *os.File, cur Cursor, chk fileCheck, prevTail []byt
 	budget := func() bool { return consumed+scanned < int64(r.maxBatch) }
 	for budget() {
 		if filled == len(r.buf) {
-			if len(r.buf) < r.maxLine && !skipping {
-				r.buf = append(r.buf, make([]byte, len(r.buf))...)
+			if len(r.buf) < r.maxLine && !skipping && !holePast(f, base+int64(filled), base+int64(r.maxLine)) {
+				nb := make([]byte, 2*len(r.buf))
+				copy(nb, r.buf[:filled])
+				r.buf = nb
 			} else {
 				// The unfinished line is longer than any line bindery will
 				// hold: record it now (it may never end), drop what is
@@ -197,4 +199,13 @@ func (r *reader) readBatch(f *os.File, cur Cursor, chk fileCheck, prevTail []byt
 	next.Check = nextChk.encode()
 	b.Cursor = next
 	return b, next, nextChk, eof, nextLong, nil
+}
+
+// holePast reports whether the file has a hole at from that reaches until:
+// zeros, so the unfinished line there is longer than until-from allows
+// without the buffer growing to hold them (a sparse file's 20 GB of nothing
+// costs neither memory nor reads).
+func holePast(f *os.File, from, until int64) bool {
+	data, _, err := nextData(f, from)
+	return err == nil && data > from && data >= until
 }

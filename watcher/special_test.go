@@ -219,7 +219,8 @@ func TestOverlongLineReadOnce(t *testing.T) {
 	}
 }
 
-// A 20 GB sparse file with no newline: its holes are not read.
+// A 20 GB sparse file with no newline: its holes are not read, and do not
+// grow the read buffer.
 func TestSparseFileNotRead(t *testing.T) {
 	_, root := sessionsRoot(t)
 	dir := filepath.Join(root, "--p--")
@@ -248,8 +249,13 @@ func TestSparseFileNotRead(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		p, _ = r.w.problem(path)
 	}
-	if n := r.w.rd.read.Load(); n > 256<<20 {
+	// One read chunk, before the hole is seen to reach past the bound:
+	// the buffer never grows for it.
+	if n := r.w.rd.read.Load(); n > readChunk {
 		t.Errorf("read %d bytes of a sparse file", n)
+	}
+	if c := cap(r.w.rd.buf); c > readChunk {
+		t.Errorf("the read buffer grew to %d bytes for a hole", c)
 	}
 }
 
