@@ -44,8 +44,11 @@ type notRegularError struct {
 	mode fs.FileMode
 }
 
-func (e *notRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file: not read (bindery reads only regular session files)", e.path, fileKind(e.mode))
+func (e *notRegularError) Error() string { return e.path + " is " + e.reason() }
+
+// reason is the error without the path (a Problem carries the path).
+func (e *notRegularError) reason() string {
+	return fileKind(e.mode) + ", not a regular file: not read (bindery reads only regular session files)"
 }
 
 func fileKind(m fs.FileMode) string {

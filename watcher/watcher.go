@@ -642,7 +642,7 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		nr, special := errors.AsType[*notRegularError](err)
 		switch {
 		case special:
-			w.setProblem(path, NotRegular, nr.Error())
+			w.setProblem(path, NotRegular, nr.reason())
 		case errors.Is(err, fs.ErrNotExist):
 			w.clearProblem(path)
 		default:
