@@ -28,7 +28,7 @@ const usage = `bindery keeps a durable record of pi's sessions and thinking bloc
 
 Usage:
   bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
-  bindery status [--json]          the daemon's health
+  bindery status [--json]          the daemon's health; what is not followed (exit 4 then)
   bindery sessions [--json]        every pi session bindery knows
   bindery show [--json] <session>  one session (or conversation): branches, frontiers, binding state
   bindery compile --conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]
