@@ -1,16 +1,22 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // watchdog sends systemd WATCHDOG=1 at half the interval systemd asked for
 // ($WATCHDOG_USEC, set by WatchdogSec= in the unit), but only while the
 // daemon's loops are healthy: the watcher's loop has made progress within
-// its stall bound and the database answers a read. A wedged loop (the FIFO
+// its stall bound, the database answers a read, and the socket answers an
+// HTTP request (accept loop, connection check and router, end to end). A wedged loop (the FIFO
 // of issue 13 was one) then stops the pings, and systemd restarts the
 // service instead of leaving it to answer health checks while following
 // nothing. Without $WATCHDOG_USEC (or with $WATCHDOG_PID naming another
@@ -29,6 +35,9 @@ func (d *daemon) watchdog(ctx context.Context) error {
 	sick := ""
 	for {
 		why := d.unhealthy(ctx, every, stall)
+		if ctx.Err() != nil {
+			return nil // shutting down: the socket is closing, say nothing
+		}
 		switch {
 		case why == "":
 			if sick != "" {
@@ -63,7 +72,35 @@ func (d *daemon) unhealthy(ctx context.Context, timeout, stall time.Duration) st
 	if err := d.store.Reader().QueryRowContext(pctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil && ctx.Err() == nil {
 		return "the database does not answer: " + err.Error()
 	}
+	if d.cfg.Socket != "" {
+		if err := probeSocket(d.cfg.Socket, timeout); err != nil && ctx.Err() == nil {
+			return "the socket does not answer: " + err.Error()
+		}
+	}
 	return ""
+}
+
+// probeSocket sends one request to the daemon's own socket and waits for
+// the status line of any answer (the path is unknown: the router answers
+// 404 without touching the database).
+func probeSocket(path string, timeout time.Duration) error {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, "GET /v1/watchdog-probe HTTP/1.1\r\nHost: bindery\r\nConnection: close\r\n\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "HTTP/1.") {
+		return fmt.Errorf("answered %q", line)
+	}
+	return nil
 }
 
 // watchdogInterval is systemd's watchdog interval for this process.

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +86,43 @@ func TestWatchdogInterval(t *testing.T) {
 	}
 	if _, ok := watchdogInterval(func(string) string { return "" }); ok {
 		t.Error("no WATCHDOG_USEC, yet an interval")
+	}
+}
+
+// The socket probe: any HTTP answer is healthy; a listener that accepts
+// and never answers is not.
+func TestWatchdogSocketProbe(t *testing.T) {
+	dir := t.TempDir()
+	silent := filepath.Join(dir, "silent.sock")
+	ln, err := net.Listen("unix", silent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	if err := probeSocket(silent, 200*time.Millisecond); err == nil {
+		t.Error("a socket that never answers passed the probe")
+	}
+	if err := probeSocket(filepath.Join(dir, "none.sock"), 200*time.Millisecond); err == nil {
+		t.Error("a missing socket passed the probe")
+	}
+	answering := filepath.Join(dir, "http.sock")
+	hl, err := net.Listen("unix", answering)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler()}
+	go srv.Serve(hl)
+	defer srv.Close()
+	if err := probeSocket(answering, 5*time.Second); err != nil {
+		t.Errorf("an HTTP server failed the probe: %v", err)
 	}
 }
