@@ -45,6 +45,44 @@ type WatcherHealth struct {
 	LastIngest  time.Time `json:"lastIngest,omitzero"`
 	Running     bool      `json:"running"`
 	Error       string    `json:"error,omitempty"`
+	// LastRescan is when the watcher last finished listing every session
+	// folder (every --rescan).
+	LastRescan time.Time `json:"lastRescan,omitzero"`
+	// Degraded is true when something is not being followed: the watcher
+	// stopped, fsnotify is unavailable or at its limit, or Problems is not
+	// empty. `bindery status` then exits 4.
+	Degraded bool `json:"degraded"`
+	// Problems are what the watcher cannot follow now, by path: each lasts
+	// until its cause goes away.
+	Problems []WatcherProblem `json:"problems,omitempty"`
+	// IngestErrors are the newest lines bindery skipped in live files,
+	// newest first (at most 20; Database.IngestErrors counts them all).
+	// They are history, not a degraded state: the rest of each file is
+	// ingested.
+	IngestErrors []IngestError `json:"ingestErrors,omitempty"`
+}
+
+// WatcherProblem is something the watcher cannot follow now.
+type WatcherProblem struct {
+	Path string `json:"path"`
+	// Kind: folder-missing, folder-unreadable, unreadable (retried with
+	// backoff), not-regular (a FIFO, socket or device named *.jsonl:
+	// refused unread) or long-line (a line over --max-line-bytes without
+	// its newline: the file is read no further until it ends).
+	Kind   string    `json:"kind"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// IngestError is a line of a session file bindery skipped (or kept with
+// an oddity), as recorded.
+type IngestError struct {
+	File    string    `json:"file"`
+	Session string    `json:"session,omitempty"`
+	Line    int       `json:"line"`
+	Offset  int64     `json:"offset"`
+	Reason  string    `json:"reason"`
+	Time    time.Time `json:"time"`
 }
 
 // Session is one pi session in GET /v1/sessions.
@@ -83,6 +121,12 @@ type SessionDetail struct {
 	// one with the latest last activity, a tie going to the file bindery
 	// ingested last. Empty when the id is in one file.
 	SameID []SessionFile `json:"sameId,omitempty"`
+	// Problem is what keeps the watcher from following the session's
+	// file now, if anything (the file is then read no further).
+	Problem *WatcherProblem `json:"problem,omitempty"`
+	// IngestErrors are the lines of the file bindery skipped, in file
+	// order (at most 100).
+	IngestErrors []IngestError `json:"ingestErrors,omitempty"`
 }
 
 // SessionFile is one of the files carrying a session id.

@@ -30,6 +30,7 @@ import (
 //	--db              BINDERY_DB             <state-dir>/bindery.db
 //	--socket          BINDERY_SOCKET         $RUNTIME_DIRECTORY/bindery.sock, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else <state-dir>/run/bindery.sock
 //	--max-body        BINDERY_MAX_BODY       64MiB (request bodies beyond it get 413)
+//	--max-line-bytes  BINDERY_MAX_LINE_BYTES 64MiB (a longer session line is skipped with an ingest error; at least 256KiB)
 //	--rescan          BINDERY_RESCAN         10s (full rescan of the session folders, in case fsnotify missed something)
 //	--shutdown-timeout BINDERY_SHUTDOWN_TIMEOUT 10s (how long in-flight requests may finish on SIGTERM)
 //	--log-level       BINDERY_LOG_LEVEL      info (debug, info, warn, error)
@@ -60,6 +61,7 @@ type Config struct {
 	Database        string
 	Socket          string
 	MaxBody         int64
+	MaxLineBytes    int64
 	Rescan          time.Duration
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
@@ -109,6 +111,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 	}
 	c := Config{
 		MaxBody:         api.DefaultMaxBody,
+		MaxLineBytes:    DefaultMaxLineBytes,
 		Rescan:          10 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
 		LogLevel:        slog.LevelInfo,
@@ -154,6 +157,11 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 	if v := getenv("BINDERY_MAX_BODY"); v != "" {
 		if c.MaxBody, err = parseSize(v); err != nil {
 			errs = append(errs, fmt.Errorf("BINDERY_MAX_BODY: %w", err))
+		}
+	}
+	if v := getenv("BINDERY_MAX_LINE_BYTES"); v != "" {
+		if c.MaxLineBytes, err = parseSize(v); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_MAX_LINE_BYTES: %w", err))
 		}
 	}
 	for _, d := range []struct {
@@ -215,6 +223,11 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Func("max-body", fmt.Sprintf("largest request body, e.g. 64MiB (env BINDERY_MAX_BODY; default %s)", formatSize(c.MaxBody)), func(s string) error {
 		n, err := parseSize(s)
 		c.MaxBody = n
+		return err
+	})
+	fs.Func("max-line-bytes", fmt.Sprintf("longest session line read; a longer one is skipped with an ingest error (env BINDERY_MAX_LINE_BYTES; default %s, at least 256KiB)", formatSize(c.MaxLineBytes)), func(s string) error {
+		n, err := parseSize(s)
+		c.MaxLineBytes = n
 		return err
 	})
 	fs.DurationVar(&c.Rescan, "rescan", c.Rescan, "how often to rescan the session folders in full (env BINDERY_RESCAN)")
@@ -301,6 +314,9 @@ func (c *Config) Resolve() error {
 	if c.MaxBody < 1<<20 {
 		return fmt.Errorf("--max-body %d is below 1MiB", c.MaxBody)
 	}
+	if c.MaxLineBytes < MinMaxLineBytes || c.MaxLineBytes > 1<<30 {
+		return fmt.Errorf("--max-line-bytes %d is outside 256KiB..1GiB", c.MaxLineBytes)
+	}
 	if c.Rescan < 100*time.Millisecond {
 		return fmt.Errorf("--rescan %s is below 100ms", c.Rescan)
 	}
@@ -320,6 +336,14 @@ func (c *Config) Resolve() error {
 	}
 	return nil
 }
+
+// DefaultMaxLineBytes bounds one session line: pi's largest lines are tool
+// results and images, well below it. MinMaxLineBytes is the watcher's read
+// chunk, below which the bound cannot be kept.
+const (
+	DefaultMaxLineBytes = 64 << 20
+	MinMaxLineBytes     = 256 << 10
+)
 
 // maxSocketPath is sun_path's size on Linux less the terminating NUL.
 const maxSocketPath = 107

@@ -124,9 +124,10 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	d.ingest = newIngester(d.store, saved, cfg.Progress)
 	d.ingest.measure(d.roots)
 	d.watch = watcher.New(watcher.Config{
-		Roots:  wroots,
-		Rescan: cfg.Rescan,
-		Logger: d.log,
+		Roots:        wroots,
+		Rescan:       cfg.Rescan,
+		MaxLineBytes: int(cfg.MaxLineBytes),
+		Logger:       d.log,
 	}, watcherCursors(saved))
 
 	ln, removeSocket, err := listenSocket(cfg.Socket)
@@ -198,6 +199,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		return nil
 	})
 	g.Go(func() error { return d.trackFirstScan(gctx) })
+	g.Go(func() error { return d.watchdog(gctx) })
 	g.Go(func() error { return journal.RunPruner(gctx, time.Minute) })
 	g.Go(func() error {
 		<-gctx.Done()

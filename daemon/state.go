@@ -9,6 +9,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
 )
 
 // ListSessions implements api.Sessions.
@@ -49,6 +50,14 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 		for _, f := range files {
 			out.SameID = append(out.SameID, api.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})
 		}
+	}
+	out.Problem = d.fileProblem(s.Path)
+	errs, err := d.store.FileIngestErrors(ctx, s.Path, maxSessionErrors)
+	if err != nil {
+		return api.SessionDetail{}, err
+	}
+	for _, e := range errs {
+		out.IngestErrors = append(out.IngestErrors, apiIngestError(e))
 	}
 	for _, b := range tree.Branches() {
 		out.Branches = append(out.Branches, api.Branch{Leaf: b.Leaf, Current: b.Current, Entries: b.Depth, LastActivity: b.Timestamp})
@@ -153,8 +162,50 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 	if err := d.watchOK(); err != nil {
 		h.Watcher.Running, h.Watcher.Error = false, err.Error()
 	}
-	if ws := d.watch.Status(); ws.Degraded {
+	ws := d.watch.Status()
+	h.Watcher.LastRescan = ws.LastRescan.UTC()
+	if ws.Degraded {
 		h.Watcher.Error = "fsnotify unavailable or at its limit: following by rescans only"
 	}
+	for _, p := range ws.Problems {
+		h.Watcher.Problems = append(h.Watcher.Problems, apiProblem(p))
+	}
+	h.Watcher.Degraded = !h.Watcher.Running || ws.Degraded || len(ws.Problems) > 0
+	errs, err := d.store.IngestErrors(ctx, "", maxHealthErrors)
+	if err != nil {
+		return api.Health{}, err
+	}
+	for _, e := range errs {
+		h.Watcher.IngestErrors = append(h.Watcher.IngestErrors, apiIngestError(e))
+	}
 	return h, nil
+}
+
+// maxHealthErrors bounds the ingest errors /v1/health lists.
+const maxHealthErrors = 20
+
+// maxSessionErrors bounds the ingest errors GET /v1/sessions/{id} lists.
+const maxSessionErrors = 100
+
+func apiProblem(p watcher.Problem) api.WatcherProblem {
+	return api.WatcherProblem{Path: p.Path, Kind: string(p.Kind), Reason: p.Reason, Since: p.Since.UTC()}
+}
+
+func apiIngestError(e db.RecordedError) api.IngestError {
+	return api.IngestError{File: e.Path, Session: e.Session, Line: e.Line, Offset: e.Offset, Reason: e.Reason,
+		Time: time.UnixMilli(e.TimeMS).UTC()}
+}
+
+// fileProblem is the watcher's problem with path, if any.
+func (d *daemon) fileProblem(path string) *api.WatcherProblem {
+	if d.watch == nil {
+		return nil
+	}
+	for _, p := range d.watch.Status().Problems {
+		if p.Path == path {
+			ap := apiProblem(p)
+			return &ap
+		}
+	}
+	return nil
 }

@@ -455,7 +455,8 @@ type PathEntry struct {
 // SessionPath returns the path from the root to entry in the live file of
 // session (root first); found is false when the session or the entry is
 // not ingested. It walks up the parent links by index, so it costs the
-// path's depth, not the session's size.
+// path's depth, not the session's size; a parentId cycle ends it at the
+// cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
 	var file int64
 	err = d.readers.QueryRowContext(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
@@ -466,27 +467,13 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 	if err != nil {
 		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
 	}
-	rows, err := d.readers.QueryContext(ctx, `WITH RECURSIVE p(seq, id, parent, type, role, depth) AS (
-			SELECT seq, id, coalesce(parent_id, ''), type, coalesce(role, ''), 0 FROM entries
-				WHERE file = ?1 AND seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = ?2)
-			UNION ALL
-			SELECT e.seq, e.id, coalesce(e.parent_id, ''), e.type, coalesce(e.role, ''), p.depth + 1 FROM p JOIN entries e
-				ON e.seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = p.parent)
-			WHERE p.parent != '' AND p.parent != p.id AND p.depth < 1000000)
-		SELECT id, seq, type, role FROM p ORDER BY depth DESC`, file, entry)
+	nodes, err := d.walkFrom(ctx, file, entry, 0)
 	if err != nil {
 		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e PathEntry
-		if err := rows.Scan(&e.ID, &e.Seq, &e.Type, &e.Role); err != nil {
-			return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
-		}
-		path = append(path, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		path = append(path, PathEntry{ID: n.id, Seq: n.seq, Type: n.typ, Role: n.role})
 	}
 	return path, len(path) > 0, nil
 }
@@ -505,28 +492,16 @@ func (d *DB) Ancestors(ctx context.Context, session, entry string, n int) ([]Pat
 	if err != nil {
 		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
 	}
-	rows, err := d.readers.QueryContext(ctx, `WITH RECURSIVE p(seq, id, parent, type, role, depth) AS (
-			SELECT seq, id, coalesce(parent_id, ''), type, coalesce(role, ''), 0 FROM entries
-				WHERE file = ?1 AND seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = ?2)
-			UNION ALL
-			SELECT e.seq, e.id, coalesce(e.parent_id, ''), e.type, coalesce(e.role, ''), p.depth + 1 FROM p JOIN entries e
-				ON e.seq = (SELECT max(seq) FROM entries WHERE file = ?1 AND id = p.parent)
-			WHERE p.parent != '' AND p.parent != p.id AND p.depth + 1 < ?3)
-		SELECT id, seq, type, role FROM p ORDER BY depth`, file, entry, n)
+	if n <= 0 {
+		return nil, nil
+	}
+	nodes, err := d.walkFrom(ctx, file, entry, n)
 	if err != nil {
 		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
 	}
-	defer rows.Close()
 	var out []PathEntry
-	for rows.Next() {
-		var e PathEntry
-		if err := rows.Scan(&e.ID, &e.Seq, &e.Type, &e.Role); err != nil {
-			return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
+	for _, w := range nodes {
+		out = append(out, PathEntry{ID: w.id, Seq: w.seq, Type: w.typ, Role: w.role})
 	}
 	return out, nil
 }

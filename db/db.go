@@ -41,6 +41,7 @@ type DB struct {
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
 	hot     hotStmts // stmts.go
+	cycles  cycleLog // walk.go
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -65,6 +66,9 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	if opt.Readers <= 0 {
 		opt.Readers = 4
+	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
 	}
 	ms := busyTimeout.Milliseconds()
 	sync := "synchronous(FULL)"
@@ -134,6 +138,7 @@ func (d *DB) Path() string { return d.path }
 // which checkpoints the WAL. Call it after every writer has stopped.
 func (d *DB) Close() error {
 	var errs []error
+	d.cycles.wg.Wait()
 	if _, err := d.writer.Exec("PRAGMA optimize"); err != nil {
 		errs = append(errs, fmt.Errorf("optimize: %w", err))
 	}

@@ -162,7 +162,8 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	var f liveFile
 	var session sql.NullString
 	var dev, ino int64 // SQLite integers are signed; the bits are kept
-	err := tx.StmtContext(ctx, d.stmts.liveFile).QueryRowContext(ctx, b.Path).Scan(&f.id, &dev, &ino, &session)
+	var prevOffset int64
+	err := tx.StmtContext(ctx, d.stmts.liveFile).QueryRowContext(ctx, b.Path).Scan(&f.id, &dev, &ino, &prevOffset, &session)
 	known := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Ingested{}, fmt.Errorf("look up file: %w", err)
@@ -238,6 +239,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
 	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
 	linkStamp := tx.StmtContext(ctx, d.stmts.linkStamp)
+	seqs := make([]int64, len(b.Entries))
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		u := e.Usage
@@ -257,6 +259,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		if err != nil {
 			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
 		}
+		seqs[i] = seq
 		for _, t := range e.Thinking {
 			var dig any
 			if len(t.SigDigest) > 0 {
@@ -307,16 +310,42 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			return out, fmt.Errorf("update session: %w", err)
 		}
 	}
-	for i, ie := range b.Errors {
-		if _, err := tx.StmtContext(ctx, d.stmts.insertError).ExecContext(ctx, f.id, ie.Line, ie.Offset, ie.Reason, now); err != nil {
+	errs := b.Errors
+	for _, c := range batchCycles(f.id, b.Entries, seqs) {
+		// Recorded like a bad line, at the entry taken as a root.
+		errs = append(errs, IngestError{Line: c.nodes[0].line, Offset: c.nodes[0].offset, Reason: c.reason()})
+		d.cycles.mu.Lock()
+		if d.cycles.done == nil {
+			d.cycles.done = map[[2]int64]bool{}
+		}
+		d.cycles.done[[2]int64{f.id, c.nodes[0].seq}] = true
+		d.cycles.mu.Unlock()
+	}
+	i := 0
+	for _, ie := range errs {
+		ins := d.stmts.insertError
+		if ie.Offset == c.Offset || (known && b.Kind == Grew && ie.Offset == prevOffset) {
+			// The line the cursor stops at, or stopped at before: an
+			// overlong line the watcher records when it passes the bound,
+			// and again after a restart if it had not ended. Recorded once
+			// (at most two such errors a batch, so the check's scan of the
+			// file's errors is not paid per line).
+			ins = d.stmts.insertErrorOnce
+		}
+		res, err := tx.StmtContext(ctx, ins).ExecContext(ctx, f.id, ie.Line, ie.Offset, ie.Reason, now)
+		if err != nil {
 			return out, fmt.Errorf("save ingest error: %w", err)
 		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue // recorded before
+		}
+		i++
 		// One event per bad line, but a file of garbage must not flood
 		// the log: past maxErrorEvents the rest are only counted.
-		if i < maxErrorEvents {
+		if i <= maxErrorEvents {
 			fields := map[string]any{"file": b.Path, "line": ie.Line, "offset": ie.Offset, "reason": ie.Reason}
-			if i == maxErrorEvents-1 && len(b.Errors) > maxErrorEvents {
-				fields["more"] = len(b.Errors) - maxErrorEvents
+			if i == maxErrorEvents && len(errs) > maxErrorEvents {
+				fields["more"] = len(errs) - maxErrorEvents
 			}
 			ev, err := AppendEvent(ctx, tx, EventIngestError, f.session, fields)
 			if err != nil {
@@ -378,8 +407,9 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 
 // writerStmts are the hot statements, prepared once on the writer.
 type writerStmts struct {
-	liveFile, insertFile, updateCursor, upsertSession, advanceSession   *sql.Stmt
-	insertEntry, insertThinking, insertFrontier, insertError, linkStamp *sql.Stmt
+	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
+	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
+	insertErrorOnce, linkStamp                                        *sql.Stmt
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -387,7 +417,7 @@ func (d *DB) prepare(ctx context.Context) error {
 		s   **sql.Stmt
 		sql string
 	}{
-		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
+		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, f.offset, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
 		{&d.stmts.insertFile, `INSERT INTO files (path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&d.stmts.updateCursor, `UPDATE files SET offset = ?, lines = ?, check_digest = ?, updated_ms = ? WHERE id = ?`},
 		{&d.stmts.upsertSession, `INSERT INTO sessions (file, id, cwd, version, parent_session, header_time, last_activity) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -403,6 +433,8 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
+		{&d.stmts.insertErrorOnce, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) SELECT ?1, ?2, ?3, ?4, ?5
+			WHERE NOT EXISTS (SELECT 1 FROM ingest_errors WHERE file = ?1 AND offset = ?3 AND line = ?2 AND reason = ?4)`},
 		{&d.stmts.linkStamp, sqlLinkStampEntry},
 	} {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
@@ -417,7 +449,7 @@ func (d *DB) prepare(ctx context.Context) error {
 
 func (s *writerStmts) close() {
 	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.linkStamp} {
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp} {
 		if st != nil {
 			st.Close()
 		}

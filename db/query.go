@@ -202,6 +202,8 @@ type Tree struct {
 	nodes    []treeNode
 	byID     map[string]int // last entry with each id (pi's byId map)
 	hasChild []bool
+	up       []int32 // each node's parent (-1: a root), parentId cycles cut (walk.go)
+	cycles   []*cycle
 	frontier map[int]*FrontierEntry
 
 	branchesOnce sync.Once
@@ -244,6 +246,9 @@ func (d *DB) SessionTree(ctx context.Context, id string, prev *Tree) (Session, *
 			return Session{}, nil, err
 		}
 		if len(t.nodes) == s.Entries {
+			for _, c := range t.cycles {
+				d.reportCycle(c)
+			}
 			return s, t, nil
 		}
 		// Rows went away (a rewrite): read the file's rows afresh.
@@ -251,6 +256,9 @@ func (d *DB) SessionTree(ctx context.Context, id string, prev *Tree) (Session, *
 	t, err := loadTree(ctx, tx, s.File, nil)
 	if err != nil {
 		return Session{}, nil, err
+	}
+	for _, c := range t.cycles {
+		d.reportCycle(c)
 	}
 	return s, t, nil
 }
@@ -276,7 +284,6 @@ func loadTree(ctx context.Context, q querier, file int64, prev *Tree) (*Tree, er
 	defer rows.Close()
 	var t *Tree
 	first := 0
-	duplicate := false
 	for rows.Next() {
 		var n treeNode
 		if err := rows.Scan(&n.seq, &n.id, &n.parent, &n.timestamp); err != nil {
@@ -289,18 +296,13 @@ func loadTree(ctx context.Context, q querier, file int64, prev *Tree) (*Tree, er
 				// arrays, which other readers may be using.
 				t.maxSeq = prev.maxSeq
 				t.nodes = slices.Clip(prev.nodes)
-				t.hasChild = slices.Clip(prev.hasChild)
 				t.byID = maps.Clone(prev.byID)
 				t.frontier = maps.Clone(prev.frontier)
 			}
 			first = len(t.nodes)
 		}
-		if _, ok := t.byID[n.id]; ok {
-			duplicate = true
-		}
 		t.byID[n.id] = len(t.nodes)
 		t.nodes = append(t.nodes, n)
-		t.hasChild = append(t.hasChild, false)
 		t.maxSeq = n.seq
 	}
 	if err := rows.Err(); err != nil {
@@ -313,18 +315,9 @@ func loadTree(ctx context.Context, q querier, file int64, prev *Tree) (*Tree, er
 	case t == nil:
 		return &Tree{file: file, byID: map[string]int{}, frontier: map[int]*FrontierEntry{}}, nil
 	}
-	from := first
-	if duplicate {
-		// A repeated id moves pi's byId entry, which can re-parent
-		// earlier children: recompute every link.
-		from = 0
-		clear(t.hasChild)
-	}
-	for _, n := range t.nodes[from:] {
-		if p, ok := t.byID[n.parent]; ok && n.parent != n.id {
-			t.hasChild[p] = true
-		}
-	}
+	// Every node is relinked: a repeated id moves pi's byId entry, which
+	// re-parents earlier children, and a new entry can close a cycle.
+	t.link()
 	frows, err := q.QueryContext(ctx, `SELECT entry, data FROM frontier WHERE file = ? AND entry >= ? ORDER BY entry`, file, t.nodes[first].seq)
 	if err != nil {
 		return nil, fmt.Errorf("frontier of file %d: %w", file, err)
@@ -354,20 +347,65 @@ func loadTree(ctx context.Context, q querier, file int64, prev *Tree) (*Tree, er
 // Len is the number of entries.
 func (t *Tree) Len() int { return len(t.nodes) }
 
-// walk calls fn for each node from i up to its root (pi's rule: a root's
-// parent is empty, itself, or missing). A parent cycle in a corrupt file
-// ends the walk instead of looping.
+// link resolves every node's parent (pi's rule: a root's parent is empty,
+// itself, or missing; a repeated id resolves to its last entry) and cuts
+// each parentId cycle at its earliest entry, as the walks in walk.go do:
+// from then on the links are a forest. One pass over the nodes.
+func (t *Tree) link() {
+	n := len(t.nodes)
+	t.up = make([]int32, n)
+	for i, node := range t.nodes {
+		t.up[i] = -1
+		if p, ok := t.byID[node.parent]; ok && node.parent != node.id {
+			t.up[i] = int32(p)
+		}
+	}
+	t.cycles = nil
+	state := make([]uint8, n) // 0 unseen, 1 on the walk in progress, 2 done
+	var walk []int
+	for i := range n {
+		walk = walk[:0]
+		k := i
+		for k >= 0 && state[k] == 0 {
+			state[k] = 1
+			walk = append(walk, k)
+			k = int(t.up[k])
+		}
+		if k >= 0 && state[k] == 1 {
+			pos := 0
+			for walk[pos] != k {
+				pos++
+			}
+			ring := walk[pos:]
+			m := 0
+			for r := range ring {
+				if ring[r] < ring[m] {
+					m = r
+				}
+			}
+			c := &cycle{file: t.file}
+			for _, r := range append(append([]int(nil), ring[m:]...), ring[:m]...) {
+				c.nodes = append(c.nodes, walkNode{seq: t.nodes[r].seq, id: t.nodes[r].id, parent: t.nodes[r].parent})
+			}
+			t.cycles = append(t.cycles, c)
+			t.up[ring[m]] = -1
+		}
+		for _, w := range walk {
+			state[w] = 2
+		}
+	}
+	t.hasChild = make([]bool, n)
+	for _, p := range t.up {
+		if p >= 0 {
+			t.hasChild[p] = true
+		}
+	}
+}
+
+// walk calls fn for each node from i up to its root.
 func (t *Tree) walk(i int, fn func(int) bool) {
-	for steps := 0; steps <= len(t.nodes); steps++ {
-		if !fn(i) {
-			return
-		}
-		n := t.nodes[i]
-		p, ok := t.byID[n.parent]
-		if !ok || n.parent == n.id {
-			return
-		}
-		i = p
+	for i >= 0 && fn(i) {
+		i = int(t.up[i])
 	}
 }
 
@@ -385,29 +423,26 @@ func (t *Tree) Branches() []Branch {
 
 func (t *Tree) deriveBranches() []Branch {
 	n := len(t.nodes)
-	depth := make([]int, n)
+	depth := make([]int, n) // 0: not known yet
 	front := make([]*FrontierEntry, n)
-	for i, node := range t.nodes {
-		f := t.frontier[i]
-		p, ok := t.byID[node.parent]
-		switch {
-		case !ok || node.parent == node.id:
-			depth[i] = 1
-		case p < i:
-			depth[i] = depth[p] + 1
-			if f == nil {
-				f = front[p]
-			}
-		default:
-			t.walk(i, func(k int) bool {
-				depth[i]++
-				if f == nil {
-					f = t.frontier[k]
-				}
-				return true
-			})
+	var stack []int
+	for i := range n {
+		// Up to a node whose depth is known (or a root), then back down:
+		// each node is resolved once, whatever order the file has.
+		for k := i; k >= 0 && depth[k] == 0; k = int(t.up[k]) {
+			stack = append(stack, k)
 		}
-		front[i] = f
+		for j := len(stack) - 1; j >= 0; j-- {
+			k := stack[j]
+			depth[k], front[k] = 1, t.frontier[k]
+			if p := t.up[k]; p >= 0 {
+				depth[k] = depth[p] + 1
+				if front[k] == nil {
+					front[k] = front[p]
+				}
+			}
+		}
+		stack = stack[:0]
 	}
 	var out []Branch
 	for i, node := range t.nodes {

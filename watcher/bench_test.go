@@ -112,7 +112,7 @@ func BenchmarkColdIngestFiles(b *testing.B) {
 			cur, chk := Cursor{Path: p}, fileCheck{}
 			var tail []byte
 			for {
-				_, next, nextChk, eof, err := rd.readBatch(f, cur, chk, tail)
+				_, next, nextChk, eof, _, err := rd.readBatch(f, cur, chk, tail, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -177,3 +177,18 @@ func (w *window) add(p []byte) {
 	}
 	w.buf = append(w.buf, p...)
 }
+
+// addZeros adds n zero bytes: a hole in a sparse file, skipped unread.
+func (w *window) addZeros(n int64) {
+	if n <= 0 {
+		return
+	}
+	k := int(min(n, checkWindow))
+	if over := len(w.buf) + k - checkWindow; over > 0 {
+		m := copy(w.buf, w.buf[over:])
+		w.buf = w.buf[:m]
+	}
+	for range k {
+		w.buf = append(w.buf, 0)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,9 @@ type Config struct {
 	// batches, each committed with its cursor.
 	MaxBatchBytes int
 	// MaxLineBytes bounds one line (default 64 MiB); a longer line is skipped
-	// with an IngestError.
+	// with an IngestError recorded as soon as it passes the bound. Until its
+	// newline comes the file is read no further (a LongLine problem), and
+	// every byte of it is read once (holes in a sparse file not at all).
 	MaxLineBytes int
 	// RetryMin and RetryMax bound the backoff after a sink error or a read
 	// error (defaults 250ms and 30s).
@@ -90,7 +93,8 @@ type Watcher struct {
 	extra     map[string]struct{} // files followed outside the roots
 	rescanNow bool
 	status    Status
-	wake      chan struct{} // capacity 1: a burst of events is one wake-up
+	problems  map[string]Problem // by path: see problems.go
+	wake      chan struct{}      // capacity 1: a burst of events is one wake-up
 
 	// Owned by Run.
 	files    map[string]*fileState
@@ -98,8 +102,10 @@ type Watcher struct {
 	fsw      *fsnotify.Watcher
 	degraded bool
 	rd       *reader
+	scanned  map[string]struct{} // folders listed by the rescan under way
 
 	lastPublish time.Time
+	beat        atomic.Int64 // unix ns: Run's loop last made progress (Beat)
 	afterVisit  func(path string)
 	addWatch    func(dir string) error // test hook replacing fsw.Add // test hook: a file was brought up to date (or failed)
 }
@@ -114,6 +120,9 @@ type fileState struct {
 	size     int64 // size at the last look
 	failures int
 	retryAt  time.Time
+	// long is the overlong line the cursor stops at, while its newline has
+	// not been found: the next read resumes where its scan stopped.
+	long *longLine
 }
 
 type statKey struct {
@@ -134,6 +143,8 @@ type Status struct {
 	// Ingested the part of it the sink has committed: Ingested/Bytes is the
 	// progress of a first ingest, Bytes-Ingested the lag.
 	Bytes, Ingested int64
+	// Problems are what the watcher cannot follow now, by path.
+	Problems []Problem
 }
 
 // New returns a Watcher for cfg that resumes from saved, the cursors the sink
@@ -142,14 +153,15 @@ type Status struct {
 func New(cfg Config, saved []Cursor) *Watcher {
 	cfg.defaults()
 	w := &Watcher{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "watcher"),
-		dirty:   make(map[string]struct{}),
-		extra:   make(map[string]struct{}),
-		wake:    make(chan struct{}, 1),
-		files:   make(map[string]*fileState),
-		watches: make(map[string]struct{}),
-		rd:      newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "watcher"),
+		dirty:    make(map[string]struct{}),
+		extra:    make(map[string]struct{}),
+		problems: make(map[string]Problem),
+		wake:     make(chan struct{}, 1),
+		files:    make(map[string]*fileState),
+		watches:  make(map[string]struct{}),
+		rd:       newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
 	}
 	w.cfg.Roots = slices.Clone(cfg.Roots)
 	for i, r := range w.cfg.Roots {
@@ -197,12 +209,24 @@ func (w *Watcher) Follow(path string) error {
 	return nil
 }
 
+// Beat is when Run's loop last made progress: it wakes at least every
+// Rescan, and beats after every file a rescan looks at and every batch the
+// sink takes, so a Beat older than a few Rescans means the loop is stuck
+// (the daemon's watchdog stops then). Zero before Run.
+func (w *Watcher) Beat() time.Time {
+	if n := w.beat.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Status returns a snapshot of the watcher's state.
 func (w *Watcher) Status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.status
 	s.Roots = slices.Clone(s.Roots)
+	s.Problems = w.problemList()
 	return s
 }
 
@@ -244,6 +268,7 @@ func (w *Watcher) Run(ctx context.Context, sink Sink) error {
 
 	w.rescan(ctx, sink)
 	for {
+		w.beat.Store(time.Now().UnixNano())
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -417,6 +442,7 @@ func (w *Watcher) watch(dir string) {
 // skipped in visit.
 func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 	found := make(map[string]struct{})
+	w.scanned = make(map[string]struct{})
 	for _, r := range w.cfg.Roots {
 		w.scanDir(r.Dir, r.Recursive, found)
 		if _, err := os.Stat(r.Dir); errors.Is(err, fs.ErrNotExist) {
@@ -424,6 +450,18 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 			w.watch(filepath.Dir(r.Dir))
 		}
 	}
+	// A problem path is looked at again, so one that went away is
+	// cleared: a file through visitFile, a folder by this scan.
+	for _, p := range w.problemPaths() {
+		if _, ok := w.scanned[p]; ok || w.isRoot(p) {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			continue // a folder listed by an earlier scan, not by this one: it left the roots' reach
+		}
+		found[p] = struct{}{}
+	}
+	w.scanned = nil
 	w.mu.Lock()
 	for p := range w.extra {
 		found[p] = struct{}{}
@@ -453,6 +491,7 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 			return
 		}
 		w.visitFile(ctx, p, sink)
+		w.beat.Store(time.Now().UnixNano())
 		if time.Since(w.lastPublish) > 100*time.Millisecond {
 			w.publishStatus()
 		}
@@ -467,13 +506,22 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 // created in between is seen by one or the other.
 func (w *Watcher) scanDir(dir string, recursive bool, found map[string]struct{}) {
 	w.watch(dir)
+	if w.scanned != nil {
+		w.scanned[dir] = struct{}{}
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			w.log.Warn("list directory", "dir", dir, "err", err)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && w.isRoot(dir):
+			w.setProblem(dir, FolderMissing, "session folder "+dir+" does not exist; bindery watches for it to appear")
+		case errors.Is(err, fs.ErrNotExist):
+			w.clearProblem(dir)
+		default:
+			w.setProblem(dir, FolderUnreadable, "cannot list session folder: "+err.Error())
 		}
 		return
 	}
+	w.clearProblem(dir, FolderMissing, FolderUnreadable)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		switch {
@@ -589,11 +637,20 @@ func (w *Watcher) visitFile(ctx context.Context, path string, sink Sink) {
 
 func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 	st := w.files[path]
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		nr, special := errors.AsType[*notRegularError](err)
+		switch {
+		case special:
+			w.setProblem(path, NotRegular, nr.reason())
+		case errors.Is(err, fs.ErrNotExist):
+			w.clearProblem(path)
+		default:
+			w.setProblem(path, Unreadable, err.Error())
 			return fmt.Errorf("open %s: %w", path, err)
 		}
+		// Gone, or replaced by something bindery does not read: the file
+		// that was here is gone.
 		if st == nil {
 			return nil
 		}
@@ -606,13 +663,35 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		return nil
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+	w.clearProblem(path, NotRegular)
+	if err := w.read(ctx, path, f, fi, sink); err != nil {
+		if _, stored := errors.AsType[*sinkError](err); !stored {
+			w.setProblem(path, Unreadable, err.Error())
+		}
+		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil
+	w.clearProblem(path, Unreadable)
+	if st := w.files[path]; st != nil && st.long != nil {
+		l := st.long
+		w.setProblem(path, LongLine, fmt.Sprintf("line %d at offset %d is longer than %d bytes and has no newline yet (%d bytes so far): skipped, and the file is read no further until it ends",
+			l.line, l.start, w.cfg.MaxLineBytes, l.scanned-l.start))
+	} else {
+		w.clearProblem(path, LongLine)
 	}
+	return nil
+}
+
+// sinkError is a batch the sink refused: the file was read, the store
+// failed (and says so itself); not a problem with the file.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// read brings the cursor of path, open as f, up to date.
+func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileInfo, sink Sink) error {
+	st := w.files[path]
+	var err error
 	key := statKey{id: fileID(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st != nil {
 		st.size = key.size
@@ -622,10 +701,13 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		// Another file now lives at this path (deleted and recreated, or
 		// renamed into place): the old one is gone.
 		if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
-			return fmt.Errorf("replaced %s: %w", path, err)
+			return &sinkError{fmt.Errorf("replaced %s: %w", path, err)}
 		}
 		st = nil
 		delete(w.files, path)
+	}
+	if st != nil && st.long != nil && (key.size < st.long.scanned || st.long.start != st.cur.Offset) {
+		st.long = nil // truncated, or the cursor moved: scan the line afresh
 	}
 	if st == nil {
 		st = &fileState{cur: Cursor{Path: path, ID: key.id}, size: key.size}
@@ -652,6 +734,7 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		if !ok {
 			kind = Rewritten
 			prevTail = nil
+			st.long = nil
 		}
 	}
 	if st.cur.ID == (FileID{}) {
@@ -663,32 +746,48 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		cur = Cursor{Path: path, ID: key.id}
 		chk = fileCheck{}
 	}
+	var eof bool
 	for {
-		b, next, nextChk, eof, err := w.rd.readBatch(f, cur, chk, prevTail)
+		var b Batch
+		var next Cursor
+		var nextChk fileCheck
+		var long *longLine
+		b, next, nextChk, eof, long, err = w.rd.readBatch(f, cur, chk, prevTail, st.long)
 		if err != nil {
 			return err
 		}
 		progressed := next.Offset != cur.Offset
-		// A file with no complete line yet is not announced; a rewrite is
-		// always announced, even to an empty file, so the sink forgets the
-		// old content.
-		if progressed || kind == Rewritten {
+		// A file with no complete line yet is not announced, unless an
+		// overlong line's error is to be recorded; a rewrite is always
+		// announced, even to an empty file, so the sink forgets the old
+		// content.
+		if progressed || kind == Rewritten || len(b.Errors) > 0 {
 			b.Kind = kind
 			b.Path = path
 			if !progressed {
-				b.Cursor = Cursor{Path: path, ID: key.id}
-				next = b.Cursor
+				b.Cursor = cur
+				next = cur
 			}
 			if err := sink(ctx, b); err != nil {
-				return fmt.Errorf("ingest %s: %w", path, err)
+				return &sinkError{fmt.Errorf("ingest %s: %w", path, err)}
 			}
+			w.beat.Store(time.Now().UnixNano())
 			st.cur, st.chk, st.found = next, nextChk, true
 			cur, chk, kind = next, nextChk, Grew
 			prevTail = w.rd.tail.buf // reset copies it onto itself: no clone needed
 		}
+		// Only now: a refused batch is read again with its long line's error.
+		st.long = long
 		if eof || !progressed {
 			break
 		}
+	}
+	if !eof {
+		// Stopped at the batch bound inside an overlong line: come back
+		// after the other dirty files (and a look at ctx), not now.
+		w.markDirty(path)
+		st.seen = statKey{}
+		return nil
 	}
 	// Remember the stat only if nothing arrived while reading.
 	if fi2, err := f.Stat(); err == nil && fi2.Size() == key.size && fi2.ModTime().UnixNano() == key.mtime {

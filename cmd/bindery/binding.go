@@ -312,6 +312,9 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	}
 	if st.SessionFile != "" {
 		fmt.Fprintf(tw, "  session file\t%s\n", st.SessionFile)
+		if why := fileNotFollowed(ctx, c, st.SessionFile); why != "" {
+			fmt.Fprintf(tw, "  not followed\t%s\n", why)
+		}
 	}
 	fmt.Fprintf(tw, "  stamps\t%d (%d linked to session entries)\n", st.Stamps, st.StampsLinked)
 	fmt.Fprintf(tw, "  releases\t%d\n", len(st.Releases))

@@ -47,7 +47,10 @@ func status(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.json {
-		return printJSON(stdout, h)
+		if err := printJSON(stdout, h); err != nil {
+			return err
+		}
+		return degradedErr(h)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	watch := "running"
@@ -55,6 +58,9 @@ func status(args []string, stdout, stderr io.Writer) error {
 		watch = "stopped: " + h.Watcher.Error
 	} else if h.Watcher.Error != "" {
 		watch = "degraded: " + h.Watcher.Error
+	}
+	if h.Watcher.Running && h.Watcher.Error == "" && len(h.Watcher.Problems) > 0 {
+		watch = fmt.Sprintf("degraded: %d problems (below)", len(h.Watcher.Problems))
 	}
 	if !h.Watcher.InitialScan {
 		watch += " (first scan in progress)"
@@ -75,7 +81,40 @@ func status(args []string, stdout, stderr io.Writer) error {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(h.Watcher.Problems) > 0 {
+		fmt.Fprintf(stdout, "\nnot followed now (%d):\n", len(h.Watcher.Problems))
+		for _, p := range h.Watcher.Problems {
+			fmt.Fprintf(stdout, "  %s  %s\n      %s (since %s)\n", p.Kind, p.Path, p.Reason, p.Since.Local().Format(time.DateTime))
+		}
+	}
+	if n := len(h.Watcher.IngestErrors); n > 0 {
+		fmt.Fprintf(stdout, "\nlines skipped (newest %d of %d; bindery show <session> lists a session's):\n", n, h.Database.IngestErrors)
+		for _, e := range h.Watcher.IngestErrors {
+			fmt.Fprintf(stdout, "  %s:%d (offset %d): %s\n", e.File, e.Line, e.Offset, e.Reason)
+		}
+	}
+	return degradedErr(h)
+}
+
+// degradedError makes status exit 4: the daemon runs, but something is
+// not being followed.
+type degradedError struct{ why string }
+
+func (e *degradedError) Error() string { return "degraded: " + e.why }
+
+func degradedErr(h api.Health) error {
+	switch {
+	case !h.Watcher.Running:
+		return &degradedError{"the watcher is stopped: " + h.Watcher.Error}
+	case len(h.Watcher.Problems) > 0:
+		return &degradedError{fmt.Sprintf("%d things are not followed (see above)", len(h.Watcher.Problems))}
+	case h.Watcher.Degraded:
+		return &degradedError{h.Watcher.Error}
+	}
+	return nil
 }
 
 func sessions(args []string, stdout, stderr io.Writer) error {
@@ -213,6 +252,9 @@ func show(args []string, stdout, stderr io.Writer) error {
 			if found, err := showConversation(ctx, f.client(), rest[0], stdout, f.json); found || err != nil {
 				return err
 			}
+			if why := whyNoSession(ctx, f.client(), rest[0]); why != "" {
+				return fmt.Errorf("no session %q: %s", rest[0], why)
+			}
 			return fmt.Errorf("no session or conversation %q (bindery sessions lists the sessions)", rest[0])
 		}
 		return err
@@ -242,8 +284,17 @@ func show(args []string, stdout, stderr io.Writer) error {
 	if d.Removed {
 		fmt.Fprintf(tw, "removed\tyes (the file is gone; what bindery learned is kept)\n")
 	}
+	if p := d.Problem; p != nil {
+		fmt.Fprintf(tw, "not followed\t%s: %s (since %s)\n", p.Kind, p.Reason, p.Since.Local().Format(time.DateTime))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(d.IngestErrors) > 0 {
+		fmt.Fprintf(stdout, "\nlines skipped (%d):\n", len(d.IngestErrors))
+		for _, e := range d.IngestErrors {
+			fmt.Fprintf(stdout, "  line %d (offset %d): %s\n", e.Line, e.Offset, e.Reason)
+		}
 	}
 	if len(d.SameID) > 1 {
 		fmt.Fprintf(stdout, "\n%d files carry this session id; shown: the first (live, latest activity):\n", len(d.SameID))
@@ -303,4 +354,36 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// whyNoSession explains a session bindery does not know when the watcher
+// has a problem with a file named for it (pi names a session's file
+// <time>_<id>.jsonl): it cannot be read, it is a FIFO, its first line has
+// no end. "" when there is no such file.
+func whyNoSession(ctx context.Context, c *api.Client, id string) string {
+	h, err := c.Health(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, p := range h.Watcher.Problems {
+		if base := filepath.Base(p.Path); base == id+".jsonl" || strings.HasSuffix(base, "_"+id+".jsonl") {
+			return fmt.Sprintf("its file %s is not followed (%s): %s", p.Path, p.Kind, p.Reason)
+		}
+	}
+	return ""
+}
+
+// fileNotFollowed is the watcher's problem with path ("" when none): why a
+// conversation whose compiles named it has no session entries.
+func fileNotFollowed(ctx context.Context, c *api.Client, path string) string {
+	h, err := c.Health(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, p := range h.Watcher.Problems {
+		if p.Path == path {
+			return fmt.Sprintf("%s: %s", p.Kind, p.Reason)
+		}
+	}
+	return ""
 }

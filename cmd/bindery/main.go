@@ -9,7 +9,7 @@
 // ($BINDERY_SOCKET, else $XDG_RUNTIME_DIR/bindery/bindery.sock, else under
 // the state directory); --socket overrides it. Exit status (flags.go): 0 on
 // success or help, 1 on an error, 2 on bad usage, 3 when the daemon is not
-// running.
+// running, 4 when status finds it degraded (something is not followed).
 package main
 
 import (
@@ -30,7 +30,7 @@ const usage = `bindery keeps a durable record of pi's sessions and thinking bloc
 
 Usage:
   bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
-  bindery status [--json]          the daemon's health
+  bindery status [--json]          the daemon's health; what is not followed (exit 4 then)
   bindery sessions [--json] [--cwd DIR]   every pi session bindery knows (or a workspace's)
   bindery show [--json] <session>  one session (or conversation): branches, frontiers, binding state
   bindery compile --conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]
@@ -42,7 +42,8 @@ Usage:
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
 id may be given as any unique prefix of it. Every command takes -h/--help.
-Exit status: 0 done, 1 failed, 2 bad usage, 3 the daemon is not running.
+Exit status: 0 done, 1 failed, 2 bad usage, 3 the daemon is not running,
+4 status found something not followed.
 `
 
 func main() {
@@ -91,6 +92,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "bindery:", err)
 	if _, ok := errors.AsType[*api.NotRunningError](err); ok {
 		return exitDown
+	}
+	if _, ok := errors.AsType[*degradedError](err); ok {
+		return exitDegraded
 	}
 	return exitError
 }

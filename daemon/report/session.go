@@ -170,9 +170,21 @@ func Branch(entries []watcher.Entry) []int {
 		return path
 	}
 	var path []int
-	seen := make(map[int]bool)
-	for i := len(entries) - 1; i >= 0 && !seen[i]; {
-		seen[i] = true
+	at := make(map[int]int) // entry -> index in path
+	for i := len(entries) - 1; i >= 0; {
+		if k, seen := at[i]; seen {
+			// A parentId cycle (a damaged file): cut it at its earliest
+			// entry, taken as a root, as every walk in db does.
+			m := k
+			for j := k; j < len(path); j++ {
+				if path[j] < path[m] {
+					m = j
+				}
+			}
+			path = path[:m+1]
+			break
+		}
+		at[i] = len(path)
 		path = append(path, i)
 		p, ok := byID[entries[i].ParentID]
 		if entries[i].ParentID == "" || !ok || p == i {
