@@ -259,6 +259,7 @@ func TestParseGenerated(t *testing.T) {
 	for _, s := range []*pisession.Session{
 		pisession.Generate(pisession.Options{Seed: 1, Turns: 40}),
 		pisession.Generate(pisession.Options{Seed: 2, Turns: 40}),
+		pisession.Generate(pisession.Options{Seed: 11, Turns: 60, Pi16: true}),
 		v1,
 		v1.Migrated(9),
 	} {
@@ -315,8 +316,18 @@ func TestParseGenerated(t *testing.T) {
 					t.Fatalf("line %d block %d: got %+v, want %+v", i+1, k, tb, w)
 				}
 			}
-			if l.Role == "assistant" && (e.Usage == nil || (e.Usage.TotalTokens != nil) != l.HasTotalTokens || e.Usage.Cost == nil || e.Usage.Cost.Total == nil) {
+			if (l.Role == "assistant" || l.Type == "usage") && (e.Usage == nil || (e.Usage.TotalTokens != nil) != l.HasTotalTokens || e.Usage.Cost == nil || e.Usage.Cost.Total == nil) {
 				t.Fatalf("line %d: usage %+v", i+1, e.Usage)
+			}
+			if e.UsageKind != l.UsageKind || e.EditOmit != l.EditOmit || (l.Type == "context_edit" && e.TargetID != l.TargetID) {
+				t.Fatalf("line %d: kind %q omit %v target %q, want %+v", i+1, e.UsageKind, e.EditOmit, e.TargetID, l)
+			}
+			if l.Usage16 && (e.Usage == nil || e.Usage.CacheWrite1h == nil || *e.Usage.CacheWrite1h != int64(l.CacheWrite1h) ||
+				e.Usage.Reasoning == nil || *e.Usage.Reasoning != int64(l.Reasoning)) {
+				t.Fatalf("line %d: usage %+v, want cacheWrite1h %d reasoning %d", i+1, e.Usage, l.CacheWrite1h, l.Reasoning)
+			}
+			if l.Type == "usage" && (e.Model == "" || e.Provider != "anthropic") {
+				t.Fatalf("line %d: usage entry model %q provider %q", i+1, e.Model, e.Provider)
 			}
 			if l.CustomType == FrontierCustomType && !json.Valid(e.Data) {
 				t.Fatalf("line %d: frontier data %q", i+1, e.Data)

@@ -340,11 +340,13 @@ func Entries(rows []db.Entry) []watcher.Entry {
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
+			UsageKind: e.UsageKind, TargetID: e.TargetID, EditOmit: e.EditOmit,
 		}
 		u := e.Usage
 		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil ||
 			u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
-			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens,
+				CacheWrite1h: u.CacheWrite1h, Reasoning: u.Reasoning}
 			if u.CostTotal != nil || u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
 				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal, Input: u.CostInput, Output: u.CostOutput,
 					CacheRead: u.CostCacheRead, CacheWrite: u.CostCacheWrite}
