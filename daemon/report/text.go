@@ -60,6 +60,15 @@ func Text(r Report) string {
 	if a.Requests > 0 {
 		row("apart", "%d errored/aborted: read %s, write %s, uncached %s, output %s, %s%s", a.Requests, tok(a.Read), tok(a.Write), tok(a.Input), tok(a.Output), money(a.Spend.Total), models(a.Spend.UnpricedModels))
 	}
+	for _, l := range []struct {
+		name string
+		u    UsageLine
+	}{{"cache warm", f.Warm}, {"other usage", f.OtherUsage}} {
+		if l.u.Entries > 0 {
+			row(l.name, "%d %s: read %s, write %s (1h %s), uncached %s, output %s, %s%s", l.u.Entries, strings.Join(append([]string{"entries"}, l.u.Kinds...), " "),
+				tok(l.u.Read), tok(l.u.Write), tok(l.u.Write1h), tok(l.u.Input), tok(l.u.Output), money(l.u.Spend.Total), models(l.u.Spend.UnpricedModels))
+		}
+	}
 	br := f.Breaks
 	row("breaks", "%d: %s tok rewritten, cost %s (%s above reading it)%s", br.Count, tok(br.Rewritten), money(br.Cost), money(br.Excess), unpricedBreaks(br.Unpriced))
 	if len(br.ByCause) > 0 {
