@@ -272,7 +272,11 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			if _, err := insThinking.ExecContext(ctx, seq, t.Index, f.id, t.Redacted, t.Signed, dig, t.Chars); err != nil {
 				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
 			}
-			thinking++
+			if e.Type == "message" {
+				// A context_edit's replacement carries copies of blocks
+				// a message minted: what the model sees, not new thinking.
+				thinking++
+			}
 		}
 		if e.CustomType == FrontierType && len(e.Data) > 0 {
 			if _, err := insFrontier.ExecContext(ctx, seq, f.id, string(e.Data)); err != nil {
