@@ -265,6 +265,12 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 			r.log.Debug("report: pi's cost split unavailable; using cost.total", "session", src.id, "err", err)
 		}
 	}
+	if !src.removed && slices.ContainsFunc(entries, pi16Missing) {
+		// pi 1.6 usage and context_edit rows ingested before schema version 6.
+		if err := Pi16FromFile(src.path, src.version, entries); err != nil {
+			r.log.Debug("report: pi 1.6 entries unreadable; left uncounted", "session", src.id, "err", err)
+		}
+	}
 	return report.Analyze(report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, r.prices), nil
 }
 
