@@ -422,3 +422,51 @@ func FuzzParseMatchesEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// pi 1.6's entries as its session manager writes them, and their odd
+// shapes: each odd line is kept (its entry is usable) with an error naming
+// the oddity.
+func TestParsePi16Entries(t *testing.T) {
+	_, es, errs := parseLines(t, v3Header,
+		`{"type":"usage","id":"w1","parentId":"a1","timestamp":"T","kind":"cache_warm","provider":"anthropic","model":"claude-opus-5-5","usage":{"input":3,"output":1,"cacheRead":900,"cacheWrite":10,"cacheWrite1h":4,"reasoning":0,"totalTokens":914,"cost":{"input":0.1,"output":0.2,"cacheRead":0.3,"cacheWrite":0.4,"total":1}},"note":"extension override"}`,
+		`{"type":"context_edit","id":"e1","parentId":"w1","timestamp":"T","targetId":"a1","replacement":null}`,
+		`{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"T","targetId":"u1","replacement":{"content":"shorter"}}`,
+		`{"type":"context_edit","id":"e3","parentId":"e2","timestamp":"T","targetId":"a2","replacement":{"content":[{"type":"thinking","thinking":"abc","thinkingSignature":"c2ln"},{"type":"toolCall","id":"t","name":"x","arguments":{}}]}}`,
+		`{"type":"message","id":"s1","parentId":"e3","timestamp":"T","message":{"role":"system","content":"Use tabs.","timestamp":5}}`,
+		`{"type":"usage","id":"w2","parentId":"s1","timestamp":"T","kind":"cache_warm","usage":7}`,
+		`{"type":"context_edit","id":"e4","parentId":"w2","timestamp":"T","targetId":"a1"}`,
+		`{"type":"context_edit","id":"e5","parentId":"e4","timestamp":"T","targetId":"a1","replacement":"x"}`,
+	)
+	want := []Entry{
+		{Type: "usage", ID: "w1", ParentID: "a1", Timestamp: "T", UsageKind: "cache_warm", Provider: "anthropic", Model: "claude-opus-5-5",
+			Usage: &Usage{Input: i64(3), Output: i64(1), CacheRead: i64(900), CacheWrite: i64(10), CacheWrite1h: i64(4), Reasoning: i64(0), TotalTokens: i64(914),
+				Cost: &Cost{Input: f64(0.1), Output: f64(0.2), CacheRead: f64(0.3), CacheWrite: f64(0.4), Total: f64(1)}}},
+		{Type: "context_edit", ID: "e1", ParentID: "w1", Timestamp: "T", TargetID: "a1", EditOmit: true},
+		{Type: "context_edit", ID: "e2", ParentID: "e1", Timestamp: "T", TargetID: "u1"},
+		{Type: "context_edit", ID: "e3", ParentID: "e2", Timestamp: "T", TargetID: "a2",
+			Thinking: []ThinkingBlock{{Index: 0, Signed: true, SigDigest: sum("c2ln"), Chars: 3}}},
+		{Type: "message", ID: "s1", ParentID: "e3", Timestamp: "T", Role: "system", MessageTimestamp: 5},
+		{Type: "usage", ID: "w2", ParentID: "s1", Timestamp: "T", UsageKind: "cache_warm"},
+		{Type: "context_edit", ID: "e4", ParentID: "w2", Timestamp: "T", TargetID: "a1"},
+		{Type: "context_edit", ID: "e5", ParentID: "e4", Timestamp: "T", TargetID: "a1"},
+	}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries, want %d", len(es), len(want))
+	}
+	for i := range want {
+		es[i].Line, es[i].Offset, es[i].Length = 0, 0, 0
+		if !reflect.DeepEqual(es[i], want[i]) {
+			t.Errorf("entry %d:\n got %+v\nwant %+v", i, es[i], want[i])
+		}
+	}
+	wantErrs := map[int]string{7: "usage entry without a usage object", 8: "context_edit without a replacement",
+		9: "context_edit replacement is neither null nor an object"}
+	if len(errs) != len(wantErrs) {
+		t.Fatalf("errors %+v", errs)
+	}
+	for _, e := range errs {
+		if !e.Kept || wantErrs[e.Line] != e.Reason {
+			t.Errorf("line %d: %+v, want kept with %q", e.Line, e, wantErrs[e.Line])
+		}
+	}
+}
