@@ -118,3 +118,29 @@ func TestWrite1hPrice(t *testing.T) {
 		t.Fatal("a negative 1h price accepted")
 	}
 }
+
+// A break after a long pause is put down to the cache expiring (idle)
+// only when no cache warm kept it alive in between.
+func TestBreakAfterWarmIsNotIdle(t *testing.T) {
+	build := func(warm bool) Session {
+		var b builder
+		m := "claude-sonnet-4-5"
+		b.user("u1", "-")
+		b.assistant("m1", "", asst{model: m, stop: "stop", in: 5, out: 10, cr: 3000, cw: 500, ts: "2026-12-01T10:00:00Z"})
+		if warm {
+			b.add(watcher.Entry{ID: "w1", Type: "usage", UsageKind: "cache_warm", Model: m, Timestamp: "2026-12-01T10:04:30Z",
+				Usage: &watcher.Usage{Input: i64(2), Output: i64(1), CacheRead: i64(2000), CacheWrite: i64(0)}}, "")
+		}
+		b.user("u2", "")
+		// 8 minutes after m1 (3.5 after the warm): less read, more prompt
+		b.assistant("m2", "", asst{model: m, stop: "stop", in: 5, out: 10, cr: 500, cw: 3100, ts: "2026-12-01T10:08:00Z"})
+		return Analyze(SessionInput{Session: "w", Entries: b.entries}, DefaultPrices())
+	}
+	cold, warmed := build(false), build(true)
+	if len(cold.Summary.Breaks) != 1 || cold.Summary.Breaks[0].Cause != CauseIdle {
+		t.Fatalf("without a warm: %+v", cold.Summary.Breaks)
+	}
+	if len(warmed.Summary.Breaks) != 1 || warmed.Summary.Breaks[0].Cause != CauseUnknown {
+		t.Fatalf("after a warm: %+v", warmed.Summary.Breaks)
+	}
+}

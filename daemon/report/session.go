@@ -103,6 +103,10 @@ type Request struct {
 	Strips         int   `json:"strips"`
 	StrippedTokens int64 `json:"strippedTokens"`
 	Break          bool  `json:"break"`
+	// warmed is the time of the last cache warm (pi 1.6 usage entry of kind
+	// cache_warm) on the branch before this request, "" when none: a warm
+	// read the cache and restarted its lifetime.
+	warmed string
 }
 
 // Break is a request whose cacheRead fell while its prompt grew.
@@ -266,6 +270,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		openRes   int64    // resident thinking of the current cycle
 		posOf     = make(map[string]int, len(path))
 		lastModel string
+		lastWarm  string // timestamp of the last cache warm on the branch so far
 	)
 	volumes = append(volumes, Volume{})
 	for pos, idx := range path {
@@ -318,6 +323,9 @@ func Analyze(in SessionInput, prices *Prices) Session {
 				line.Write1h += val(u.CacheWrite1h)
 			}
 			addSpend(&line.Spend, e, prices)
+			if e.UsageKind == "cache_warm" && e.Timestamp != "" {
+				lastWarm = e.Timestamp
+			}
 		case e.Type == "context_edit" && e.TargetID != "":
 			// From here on the model sees the target as edited: its
 			// thinking leaves the prompts (omitted, or replaced by content
@@ -368,6 +376,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			}
 			r := request(e, prices)
 			r.N = len(reqs) + 1
+			r.warmed = lastWarm
 			r.Cycle = cycle
 			r.Regime = RegimeOf(e.Model)
 			if e.Model != "" {
@@ -696,7 +705,11 @@ func findBreaks(session string, reqs []Request, costs []*watcher.Cost, compiles 
 				}
 			}
 		}
-		if b.Cause == CauseUnknown && gap(p.Timestamp, r.Timestamp) > IdleGap {
+		since := p.Timestamp
+		if r.warmed != "" && gap(since, r.warmed) > 0 {
+			since = r.warmed // the warm kept the cache alive until then
+		}
+		if b.Cause == CauseUnknown && gap(since, r.Timestamp) > IdleGap {
 			b.Cause = CauseIdle
 		}
 		out = append(out, b)
