@@ -69,7 +69,9 @@ func (p *piSession) assistant16(id, parent string, reply json.RawMessage, model 
 // the file, past the edit), a pruner's context_edit of an old tool result
 // that the next request honours (the reply after it is stripped as
 // prefix-changed, from its file stamp), a cache warm (a dry run; its usage
-// entry becomes the leaf), and a persisted system message. The report
+// entry becomes the leaf), a persisted system message, and a reply
+// condensed by a context_edit that keeps its thinking block in place (kept,
+// and read by the provider). The report
 // shows the warm as its own line and the branch's requests without it.
 func TestPi16SessionThroughDaemon(t *testing.T) {
 	d := newDaemon(t)
@@ -208,11 +210,39 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 	if got := strips(ans); got != "messages.5.content.0 released" {
 		t.Fatalf("turn 6 strips %q", got)
 	}
+	r5 := h.send(ans.Request, h.reply(false))
+	ps.assistant16("a5", "u4", r5.Reply, h.model)
+	entries++
+	waitEntries()
+	waitUntil(t, "the second reply seen only in the file to be stamped", func() bool {
+		st, err := d.client.Conversation(ctxT(t), sid)
+		return err == nil && st.Stamps == 5
+	})
+
+	// 7. an extension condenses that reply (its accept lost too): the edit
+	// keeps its thinking block first and replaces its text. The stamp was
+	// made from the reply as minted; the block's place is unchanged, so
+	// the next request keeps it, and the provider reads it.
+	var r5msg map[string]any
+	json.Unmarshal(r5.Reply, &r5msg)
+	think5 := r5msg["content"].([]any)[0].(map[string]any)
+	ps.append(map[string]any{"type": "context_edit", "id": "e2", "parentId": "a5", "timestamp": ps.ts(), "targetId": "a5",
+		"replacement": map[string]any{"content": []any{
+			map[string]any{"type": "thinking", "thinking": think5["thinking"], "thinkingSignature": think5["signature"]},
+			map[string]any{"type": "text", "text": "[condensed]"}}}})
+	ps.user("u5", "e2", "last one")
+	entries += 2
+	msgs = append(msgs, effortMsg("high"), map[string]any{"role": "assistant", "content": []any{think5, map[string]any{"type": "text", "text": "[condensed]"}}},
+		map[string]any{"role": "user", "content": "last one"})
+	ans = compile("u5", pi16Body(t, h, msgs, "high", 32000), false)
+	if got := strips(ans); got != "messages.5.content.0 released" {
+		t.Fatalf("turn 7 strips %q: the condensed reply's block must be kept", got)
+	}
 	h.send(ans.Request, h.reply(false))
 	waitEntries()
 
 	det, err := d.client.Session(ctxT(t), sid)
-	if err != nil || !det.Engaged || det.Stamps != 4 {
+	if err != nil || !det.Engaged || det.Stamps != 5 {
 		t.Fatalf("session: engaged %v stamps %d (%v)", det.Engaged, det.Stamps, err)
 	}
 	out, serr, code := d.runCLI(ctxT(t), "report", "--json", "--session", sid)
@@ -224,7 +254,7 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := rep.Figures
-	if f.Requests.Total != 4 || f.Warm.Entries != 1 || f.Warm.Read != 1400 || f.Spend.FromPi != 4 || f.Cycles.Count != 3 {
+	if f.Requests.Total != 5 || f.Warm.Entries != 1 || f.Warm.Read != 1400 || f.Spend.FromPi != 5 || f.Cycles.Count != 4 {
 		t.Fatalf("report: requests %+v warm %+v spend from pi %d cycles %+v", f.Requests, f.Warm, f.Spend.FromPi, f.Cycles)
 	}
 	if w := f.Warm.Spend.Total; w < 0.000109 || w > 0.000111 {
