@@ -144,3 +144,22 @@ func TestBreakAfterWarmIsNotIdle(t *testing.T) {
 		t.Fatalf("after a warm: %+v", warmed.Summary.Breaks)
 	}
 }
+
+// An edit of an entry a compaction has since summarized puts nothing back
+// into the prompts.
+func TestEditBeforeCompactionWindow(t *testing.T) {
+	var b builder
+	m := "claude-opus-4-5"
+	b.user("u1", "-")
+	b.assistant("m1", "", asst{model: m, stop: "stop", in: 5, out: 10, cr: 0, cw: 100, think: []int{400}, ts: "2026-12-01T10:00:00Z"})
+	b.user("u2", "")
+	b.assistant("m2", "", asst{model: m, stop: "stop", in: 5, out: 10, cr: 100, cw: 100, ts: "2026-12-01T10:01:00Z"})
+	b.add(watcher.Entry{ID: "k1", Type: "compaction", FirstKeptEntryID: "u2"}, "")
+	b.add(watcher.Entry{ID: "e1", Type: "context_edit", TargetID: "m1", Thinking: []watcher.ThinkingBlock{{Chars: 400, Signed: true}}}, "")
+	b.user("u3", "")
+	b.assistant("m3", "", asst{model: m, stop: "stop", in: 5, out: 10, cr: 100, cw: 100, ts: "2026-12-01T10:02:00Z"})
+	s := Analyze(SessionInput{Session: "k", Entries: b.entries}, DefaultPrices())
+	if got := s.Requests[2].ThinkingBilled; got != 0 {
+		t.Fatalf("m3 carries %d tokens of thinking the compaction summarized", got)
+	}
+}

@@ -271,6 +271,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		posOf     = make(map[string]int, len(path))
 		lastModel string
 		lastWarm  string // timestamp of the last cache warm on the branch so far
+		window    int    // first path position the latest compaction kept
 	)
 	volumes = append(volumes, Volume{})
 	for pos, idx := range path {
@@ -293,6 +294,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			if !ok {
 				keep = pos
 			}
+			window = keep
 			closedRes, openRes = 0, 0
 			kept := residents[:0]
 			for _, r := range residents {
@@ -332,8 +334,8 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			// holding only the replacement's thinking). Where cycles began
 			// does not change: the edit changes what later requests carry.
 			tpos, ok := posOf[e.TargetID]
-			if !ok {
-				break
+			if !ok || tpos < window {
+				break // not on the branch, or summarized by a compaction since
 			}
 			var made int64
 			for _, b := range e.Thinking {
