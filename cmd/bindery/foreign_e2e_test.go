@@ -61,7 +61,7 @@ func TestNotMessagesBodiesPassThrough(t *testing.T) {
 	d := newDaemon(t)
 	const conv = "0193e6c4-ffff-7000-8000-000000000020"
 	events := func() int { return d.dbCount(`SELECT count(*) FROM events WHERE conversation = ?`, conv) }
-	for _, name := range []string{"converse.json", "openai-chat.json", "openai-chat-plain.json"} {
+	for _, name := range []string{"converse.json", "openai-chat.json", "openai-chat-plain.json", "pi16-bedrock-converse.json", "pi16-openrouter-openai-chat.json"} {
 		body, err := os.ReadFile(filepath.Join("..", "..", "binding", "testdata", "foreign", name))
 		if err != nil {
 			t.Fatal(err)
