@@ -50,8 +50,10 @@ func TestPiFixtures(t *testing.T) {
 // branchedFrom, a malformed line before a compaction whose
 // firstKeptEntryIndex counts parsed values rather than lines, a signed and
 // an unsigned (aborted) thinking block, and an aborted reply with all-zero
-// usage; and a pi 1.6 file (usage entries, context edits, a persisted
-// system message, usage with cacheWrite1h and reasoning, diagnostics).
+// usage; a pi 1.6 file (usage entries, context edits, a persisted
+// system message, usage with cacheWrite1h and reasoning, diagnostics); and
+// one pi 1.6.0's own SessionManager wrote (appendUsage, appendContextEdit
+// with a string, null and thinking-keeping replacement, a system message).
 func TestPiShapedFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
