@@ -63,3 +63,12 @@ func TestNotMessagesBodies(t *testing.T) {
 		})
 	}
 }
+
+// The rule is about requests: a reply with an untyped block parses as it
+// did before the rule (the block is an ordinary one).
+func TestParseReplyIgnoresTheRule(t *testing.T) {
+	m, err := ParseReply([]byte(`{"role":"assistant","content":[{"type":"thinking","thinking":"a","signature":"cw=="},{"text":"untyped"}]}`))
+	if err != nil || len(m.Blocks) != 2 || m.Blocks[0].Kind != KindThinking || !m.Blocks[0].Signed {
+		t.Fatalf("%+v %v", m, err)
+	}
+}
