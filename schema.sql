@@ -75,7 +75,14 @@ CREATE TABLE entries (
     cost_input       REAL,
     cost_output      REAL,
     cost_cache_read  REAL,
-    cost_cache_write REAL
+    cost_cache_write REAL,
+    -- pi 1.6 (version 6): usage.cacheWrite1h and usage.reasoning; a usage
+    -- entry's kind; a context_edit's target and whether it omits it
+    cache_write_1h_tokens INTEGER,
+    reasoning_tokens      INTEGER,
+    usage_kind            TEXT,
+    target_id             TEXT,
+    edit_omit             INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX entries_file_id ON entries(file, id);
 -- entries_file is (file, seq): one file's entries in file order, without a sort.

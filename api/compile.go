@@ -70,8 +70,13 @@ type CacheChange struct {
 
 // CompilePlan is the answer to a compile without the rewritten request.
 type CompilePlan struct {
-	CompileID        string      `json:"compileId"`
+	CompileID string `json:"compileId"`
+	// Bound is false for a body that is not an Anthropic Messages request
+	// (no messages array, or another API's body: README "What bindery
+	// compiles"); the request then comes back byte for byte, nothing is
+	// recorded, and NotMessages says what made it another API's.
 	Bound            bool        `json:"bound"`
+	NotMessages      string      `json:"notMessages,omitempty"`
 	Engaged          bool        `json:"engaged"`
 	DryRun           bool        `json:"dryRun,omitempty"`
 	ThinkingStripped int         `json:"thinkingStripped"`

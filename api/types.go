@@ -96,7 +96,9 @@ type Session struct {
 	Leaf           string `json:"leaf"` // pi's current leaf: the last entry in file order
 	LastActivity   string `json:"lastActivity"`
 	ThinkingBlocks int    `json:"thinkingBlocks"`
-	// Engaged: bindery has compiled for this conversation (issue 4).
+	// Engaged: the conversation named by the session id is engaged (its
+	// first compile was recorded), read from the same row as
+	// GET /v1/conversations/{id}'s engaged.
 	Engaged bool `json:"engaged"`
 	Removed bool `json:"removed,omitempty"`
 }

@@ -221,7 +221,10 @@ func ParseReply(reply []byte) (*Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadReply, err)
 	}
-	if !r.Bound || len(r.Messages) != 1 {
+	// A reply is judged as the reply it is: the Messages-body rule
+	// (foreign.go) is about requests, so a reply block without a type
+	// stays an ordinary block here, as it always was.
+	if (!r.Bound && r.NotMessages == "") || len(r.Messages) != 1 {
 		return nil, ErrBadReply
 	}
 	m := r.Messages[0]

@@ -523,6 +523,8 @@ type watch struct {
 	typ, sig, data, role Span // zero Span: absent (or not a string)
 	deferred             bool
 	content              bool // content was an array, split into blocks
+	contentStr           bool // content was a string
+	foreign              bool // a member only another API's messages have (foreignMessageKey)
 	onContent            func() error
 }
 
@@ -682,8 +684,13 @@ func (c *canon) watchedMember(mode objMode, w *watch, m *member, key []byte, vst
 			w.deferred = true
 		}
 	case modeMessage:
-		if string(key) == "role" {
+		switch {
+		case string(key) == "role":
 			w.role = v
+		case string(key) == "content":
+			w.contentStr = c.in[v.Start] == '"'
+		case foreignMessageKey(key):
+			w.foreign = true
 		}
 	}
 	return nil

@@ -21,6 +21,12 @@ type Parser struct {
 	memoOf  []*memoEntry // per message: its memo entry, if any
 	msgs    []Message
 
+	// foreign is why the body is not a Messages body ("" while it may be
+	// one); msgForeign, that the message being parsed is another API's
+	// (such a message is never remembered in the Memo).
+	foreign    string
+	msgForeign bool
+
 	// trace, when set (tests only), sees every framed canonical form:
 	// kind and the canonical bytes (without the header).
 	trace func(kind byte, canon []byte)
@@ -79,6 +85,7 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
+	p.foreign = ""
 	clear(p.memoOf)
 	p.memoOf = p.memoOf[:0]
 	r := &Request{}
@@ -151,6 +158,9 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 				if string(key) == "model" && body[vstart] == '"' {
 					r.Model = string(p.decoded(Span{vstart, c.pos}))
 				}
+				if why := foreignTopKey(key); why != "" && p.foreign == "" {
+					p.foreign = why
+				}
 			}
 			c.out = c.out[:mark]
 			c.ws()
@@ -209,6 +219,11 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 			}
 		}
 		m.End = h
+	}
+	if p.foreign != "" {
+		// Another API's body: nothing in it is bindery's to compile or
+		// remember (foreign.go). Its messages stay parsed, for tests.
+		r.Bound, r.NotMessages = false, p.foreign
 	}
 	return r, nil
 }
@@ -423,7 +438,7 @@ func (p *Parser) messages() error {
 				return err
 			}
 			var e *memoEntry
-			if p.Memo != nil {
+			if p.Memo != nil && !p.msgForeign {
 				e = p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
 			}
 			p.msgs = append(p.msgs, m)
@@ -462,6 +477,7 @@ func (p *Parser) message() (Message, error) {
 	hdr := c.reserveHeader()
 	var m Message
 	p.bstart = append(p.bstart, -1)
+	p.msgForeign = false
 	mi := len(p.bstart) - 1
 	if c.pos < len(c.in) && c.in[c.pos] == '{' {
 		w := watch{onContent: func() error {
@@ -474,8 +490,19 @@ func (p *Parser) message() (Message, error) {
 		if isString(c.in, w.role) {
 			m.Role = internRole(p.decoded(w.role))
 		}
-	} else if err := c.value(); err != nil {
-		return m, err
+		switch {
+		case m.Role != "user" && m.Role != "assistant" && m.Role != "system":
+			p.notMessages("a message whose role is not user, assistant or system")
+		case !w.content && !w.contentStr:
+			p.notMessages("a message whose content is neither a string nor an array")
+		case w.foreign:
+			p.notMessages("a message member only OpenAI chat messages have")
+		}
+	} else {
+		if err := c.value(); err != nil {
+			return m, err
+		}
+		p.notMessages("a message that is not an object")
 	}
 	m.Span = Span{start, c.pos}
 	m.Frame = p.digest(hdr, kindMessage)
@@ -520,7 +547,11 @@ func (p *Parser) content() error {
 			return err
 		}
 		b := Block{Span: Span{start, c.pos}, Tokens: (c.pos - start + 3) / 4}
-		if isString(c.in, w.typ) {
+		if !isString(c.in, w.typ) {
+			// Every Messages content block is typed; Converse's are
+			// keyed by member ({text}, {toolUse}, {reasoningContent}).
+			p.notMessages("a content block without a string type")
+		} else {
 			switch string(p.decoded(w.typ)) {
 			case "thinking":
 				b.Kind = KindThinking

@@ -101,8 +101,10 @@ func TestParseRequestFields(t *testing.T) {
 		`"not an object"` +
 		`]}`
 	r := mustParse(t, body)
-	if !r.Bound || r.Model != "claude-opus" || len(r.Messages) != 6 {
-		t.Fatalf("Bound=%v Model=%q len=%d", r.Bound, r.Model, len(r.Messages))
+	// The role "tool" message makes it OpenAI's (foreign.go): not bound,
+	// but every message is still parsed.
+	if r.Bound || r.NotMessages != "a message whose role is not user, assistant or system" || r.Model != "claude-opus" || len(r.Messages) != 6 {
+		t.Fatalf("Bound=%v NotMessages=%q Model=%q len=%d", r.Bound, r.NotMessages, r.Model, len(r.Messages))
 	}
 	var raw []json.RawMessage
 	var top struct{ Messages *[]json.RawMessage }

@@ -47,8 +47,11 @@ type Message struct {
 // Request is a parsed Anthropic Messages request body. Indices into Messages
 // and Blocks are the host's original indices (messages.N.content.M).
 type Request struct {
-	Bound    bool   // false: not a Messages body (no messages array); the plan is empty
-	Model    string // the "model" field
-	Seed     Digest // system + non-deferred tools, as values
-	Messages []Message
+	Bound bool // false: not a Messages body (no messages array, or NotMessages); the plan is empty
+	// NotMessages says why a body with a messages array is another API's
+	// (IsMessagesBody): "" for a Messages body and for one without messages.
+	NotMessages string
+	Model       string // the "model" field
+	Seed        Digest // system + non-deferred tools, as values
+	Messages    []Message
 }

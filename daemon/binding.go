@@ -381,8 +381,11 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	}
 	if !req.Bound {
 		// Not a Messages body: an empty plan, nothing to remember.
+		if req.NotMessages != "" {
+			b.log.Debug("compile: another API's body passed through", "conversation", call.Conversation, "why", req.NotMessages)
+		}
 		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound, 0), Strips: []api.Strip{},
-			DroppedMessages: []string{}, Cache: api.CacheChange{Cause: binding.CauseNone}}}
+			DroppedMessages: []string{}, Cache: api.CacheChange{Cause: binding.CauseNone}, NotMessages: req.NotMessages}}
 		if call.Return != api.ReturnPlan {
 			ans.Request = call.Request
 		}

@@ -102,7 +102,8 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		}
 		// The reply's accept did not carry it (or has not arrived): the
 		// compiles whose request was built on the reply's parent made it;
-		// pi-condense's custom entries may sit in between.
+		// entries that add no message at their place may sit in between
+		// (passThrough).
 		cands, err := b.candidates(ctx, c, r.e.ParentID)
 		if err != nil {
 			errs = append(errs, err)
@@ -155,8 +156,24 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 	return nil
 }
 
+// passThrough: entries pi can append between the leaf a request was
+// compiled at and its reply without adding a message at their place:
+// custom entries (pi-condense writes them before the reply), pi 1.6's
+// context_edit (an extension's or pi's recovery edit, which may land while
+// the reply streams) and usage (a cache warm's spend), labels and session
+// names. A compile made above one of them recorded exactly what it sent,
+// edit or not, so its record is still what the reply was minted under;
+// compiles at several of these heads that disagree are a stamp-skip.
+func passThrough(typ string) bool {
+	switch typ {
+	case "custom", "custom_message", "context_edit", "usage", "label", "session_info":
+		return true
+	}
+	return false
+}
+
 // candidates are the remembered compiles built on parent, walking up past
-// custom entries (pi-condense appends them before the reply).
+// the entries passThrough names.
 func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*binding.CompileRecord, error) {
 	if parent == "" {
 		return nil, nil
@@ -173,7 +190,7 @@ func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*bin
 		done := len(up) < n
 		for _, e := range up {
 			heads[e.ID] = true
-			if e.Type != "custom" && e.Type != "custom_message" {
+			if !passThrough(e.Type) {
 				done = true
 				break
 			}
@@ -198,6 +215,14 @@ const maxReplyLine = 64 << 20
 // only) and converts it to the provider's wire shape the way pi's
 // Anthropic serializer does, so its digests are what the next request
 // will carry.
+//
+// It reads the entry as written, never through a context_edit of it: a
+// stamp binds a block to what the model saw when it minted the block (the
+// compile's request, then the reply's own earlier blocks, as generated).
+// An edit changes what later requests carry of the reply; the next
+// compile judges that against these stamps, so a block whose place the
+// edit changed is stripped (prefix-changed), as the provider would refuse
+// it, and one it left in place is kept.
 func readReply(path string, e db.Entry) (*binding.Message, error) {
 	if e.Length <= 0 || e.Length > maxReplyLine {
 		return nil, fmt.Errorf("entry %s: line of %d bytes", e.ID, e.Length)

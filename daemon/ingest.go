@@ -144,12 +144,17 @@ func dbBatch(b watcher.Batch) db.Batch {
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
+			UsageKind: e.UsageKind, EditOmit: e.EditOmit,
+		}
+		if e.Type == "context_edit" {
+			de.TargetID = e.TargetID
 		}
 		if e.CustomType == db.FrontierType {
 			de.Data = e.Data
 		}
 		if u := e.Usage; u != nil {
-			de.Usage = db.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+			de.Usage = db.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens,
+				CacheWrite1h: u.CacheWrite1h, Reasoning: u.Reasoning}
 			if c := u.Cost; c != nil {
 				de.Usage.CostTotal, de.Usage.CostInput, de.Usage.CostOutput = c.Total, c.Input, c.Output
 				de.Usage.CostCacheRead, de.Usage.CostCacheWrite = c.CacheRead, c.CacheWrite

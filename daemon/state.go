@@ -41,7 +41,8 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 			return api.SessionDetail{}, err
 		}
 	}
-	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{}}
+	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{},
+		Stamps: s.Stamps, Releases: s.Releases}
 	files, err := d.store.SessionFiles(ctx, id)
 	if err != nil {
 		return api.SessionDetail{}, err
@@ -113,7 +114,7 @@ func apiSession(s db.Session) api.Session {
 	return api.Session{
 		ID: s.ID, File: s.Path, Cwd: s.Cwd, Version: s.Version, ParentSession: s.ParentSession,
 		Entries: s.Entries, Leaf: s.Leaf, LastActivity: s.LastActivity, ThinkingBlocks: s.Thinking,
-		Removed: s.Removed,
+		Removed: s.Removed, Engaged: s.Engaged,
 	}
 }
 

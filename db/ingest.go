@@ -60,6 +60,12 @@ type Entry struct {
 	UserText         bool
 	FirstKeptEntryID string
 	CustomType       string
+	// UsageKind is a usage entry's kind (pi 1.6: "cache_warm"), "" otherwise.
+	UsageKind string
+	// TargetID: a context_edit's (or label's) target entry; EditOmit: the
+	// edit's replacement is null (the target leaves what the model sees).
+	TargetID string
+	EditOmit bool
 	// Data is kept only for a context-prune-frontier entry (verbatim).
 	Data json.RawMessage
 }
@@ -72,6 +78,9 @@ type Usage struct {
 	Input, Output, CacheRead, CacheWrite, TotalTokens    *int64
 	CostTotal                                            *float64
 	CostInput, CostOutput, CostCacheRead, CostCacheWrite *float64
+	// CacheWrite1h is the part of CacheWrite written with the 1-hour TTL,
+	// Reasoning the part of Output that was thinking (pi 1.6; nil before).
+	CacheWrite1h, Reasoning *int64
 }
 
 // Thinking is one thinking block of an assistant message.
@@ -251,6 +260,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			nullString(e.StopReason), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.TotalTokens,
 			u.CostTotal, e.ToolCalls, e.UserText, nullString(e.FirstKeptEntryID), nullString(e.CustomType),
 			u.CostInput, u.CostOutput, u.CostCacheRead, u.CostCacheWrite,
+			u.CacheWrite1h, u.Reasoning, nullString(e.UsageKind), nullString(e.TargetID), e.EditOmit,
 		)
 		if err != nil {
 			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
@@ -267,6 +277,12 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			}
 			if _, err := insThinking.ExecContext(ctx, seq, t.Index, f.id, t.Redacted, t.Signed, dig, t.Chars); err != nil {
 				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
+			}
+			if e.Type != "message" {
+				// A context_edit's replacement carries copies of blocks
+				// a message minted: what the model sees, not new thinking
+				// and not where a stamp's reply landed.
+				continue
 			}
 			thinking++
 			// A stamp an accept or compile made before this line was read
@@ -428,8 +444,9 @@ func (d *DB) prepare(ctx context.Context) error {
 			last_activity = coalesce(?, last_activity) WHERE file = ?`},
 		{&d.stmts.insertEntry, `INSERT INTO entries (file, id, parent_id, type, line, offset, length, timestamp, role, model, provider,
 			stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
-			tool_calls, user_text, first_kept_entry_id, custom_type, cost_input, cost_output, cost_cache_read, cost_cache_write)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			tool_calls, user_text, first_kept_entry_id, custom_type, cost_input, cost_output, cost_cache_read, cost_cache_write,
+			cache_write_1h_tokens, reasoning_tokens, usage_kind, target_id, edit_omit)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},

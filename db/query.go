@@ -29,15 +29,30 @@ type Session struct {
 	Leaf          string // pi's current leaf: the last entry in file order
 	LastActivity  string
 	Offset        int64 // bytes of the file ingested
+	// Engaged, Stamps and Releases are the binding state of the
+	// conversation named by the session id (the same rows GET
+	// /v1/conversations/{id} reads): a session and its conversation are
+	// one thing to a pi user, so the two views must never disagree.
+	// Engaged is the conversation's own engagement, as that view shows it.
+	Engaged  bool
+	Stamps   int
+	Releases int
 }
 
+// sessionColumns reads the binding state from its own tables in the same
+// query: it is written by the binder, never by ingest, so it cannot be a
+// column of sessions without two writers keeping one fact.
 const sessionColumns = `s.file, s.id, f.path, s.cwd, s.version, coalesce(s.parent_session, ''), coalesce(s.header_time, ''),
-	s.removed, s.entries, s.thinking, coalesce(s.leaf, ''), coalesce(s.last_activity, ''), f.offset`
+	s.removed, s.entries, s.thinking, coalesce(s.leaf, ''), coalesce(s.last_activity, ''), f.offset,
+	EXISTS (SELECT 1 FROM conversations c WHERE c.id = s.id AND c.engaged_compile IS NOT NULL),
+	(SELECT count(*) FROM stamps st WHERE st.conversation = s.id),
+	(SELECT count(*) FROM releases r WHERE r.conversation = s.id)`
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	err := sc.Scan(&s.File, &s.ID, &s.Path, &s.Cwd, &s.Version, &s.ParentSession, &s.HeaderTime,
-		&s.Removed, &s.Entries, &s.Thinking, &s.Leaf, &s.LastActivity, &s.Offset)
+		&s.Removed, &s.Entries, &s.Thinking, &s.Leaf, &s.LastActivity, &s.Offset,
+		&s.Engaged, &s.Stamps, &s.Releases)
 	return s, err
 }
 

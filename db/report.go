@@ -58,7 +58,8 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 		coalesce(timestamp, ''), coalesce(role, ''), coalesce(model, ''), coalesce(provider, ''), coalesce(stop_reason, ''),
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
 		tool_calls, user_text, coalesce(first_kept_entry_id, ''), coalesce(custom_type, ''),
-		cost_input, cost_output, cost_cache_read, cost_cache_write
+		cost_input, cost_output, cost_cache_read, cost_cache_write,
+		cache_write_1h_tokens, reasoning_tokens, coalesce(usage_kind, ''), coalesce(target_id, ''), edit_omit
 		FROM entries WHERE file = ? ORDER BY seq`, file)
 	if err != nil {
 		return nil, fmt.Errorf("report entries of file %d: %w", file, err)
@@ -69,18 +70,20 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var seq int64
-		var in, outT, cr, cw, total sql.NullInt64
+		var in, outT, cr, cw, total, cw1h, reasoning sql.NullInt64
 		var cost, cin, cout, ccr, ccw sql.NullFloat64
 		if err := rows.Scan(&seq, &e.ID, &e.ParentID, &e.Type, &e.Line, &e.Offset, &e.Length,
 			&e.Timestamp, &e.Role, &e.Model, &e.Provider, &e.StopReason,
 			&in, &outT, &cr, &cw, &total, &cost,
 			&e.ToolCalls, &e.UserText, &e.FirstKeptEntryID, &e.CustomType,
-			&cin, &cout, &ccr, &ccw); err != nil {
+			&cin, &cout, &ccr, &ccw,
+			&cw1h, &reasoning, &e.UsageKind, &e.TargetID, &e.EditOmit); err != nil {
 			return nil, fmt.Errorf("report entries of file %d: %w", file, err)
 		}
 		e.Usage = Usage{Input: nullInt64(in), Output: nullInt64(outT), CacheRead: nullInt64(cr),
 			CacheWrite: nullInt64(cw), TotalTokens: nullInt64(total), CostTotal: nullFloat64(cost),
-			CostInput: nullFloat64(cin), CostOutput: nullFloat64(cout), CostCacheRead: nullFloat64(ccr), CostCacheWrite: nullFloat64(ccw)}
+			CostInput: nullFloat64(cin), CostOutput: nullFloat64(cout), CostCacheRead: nullFloat64(ccr), CostCacheWrite: nullFloat64(ccw),
+			CacheWrite1h: nullInt64(cw1h), Reasoning: nullInt64(reasoning)}
 		bySeq[seq] = len(out)
 		out = append(out, e)
 	}

@@ -38,8 +38,9 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	sqlLinkStampEntry     = `UPDATE stamps SET entry = ? WHERE key = ? AND entry IS NULL`
 	sqlLinkStampInSession = `UPDATE stamps SET entry = (SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
-				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 ORDER BY e.seq DESC LIMIT 1)
-			WHERE key = ?1 AND entry IS NULL AND EXISTS (SELECT 1 FROM thinking t JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2)`
+				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message' ORDER BY e.seq DESC LIMIT 1)
+			WHERE key = ?1 AND entry IS NULL AND EXISTS (SELECT 1 FROM thinking t JOIN entries e ON e.seq = t.entry
+				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message')`
 	sqlInsertRelease = `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`
 )

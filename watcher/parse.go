@@ -211,6 +211,9 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		dataEnd         int
 		contentStart    = -1
 		summaryNonBlank bool
+		usageStart      = -1
+		replStart       = -1
+		model, kind     string
 	)
 	for i := 0; ; {
 		key, v, ok := jsonscan.NextMember(b, &i)
@@ -266,11 +269,30 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 			e.Label, i = readString(b, v)
 		case "name":
 			e.Name, i = readString(b, v)
+		case "kind":
+			kind, i = p.readInterned(b, v)
+		case "model":
+			model, i = p.readInterned(b, v)
+		case "usage":
+			usageStart, i = v, skipValue(b, v)
+		case "replacement":
+			replStart, i = v, skipValue(b, v)
 		default:
 			i = skipValue(b, v)
 		}
 	}
 	switch e.Type {
+	case "usage":
+		// pi writes the entry's own provider, model and usage (the
+		// message's shape without the message).
+		e.Model, e.UsageKind = model, kind
+		if usageStart >= 0 && b[usageStart] == '{' {
+			e.Usage, _ = parseUsage(b, usageStart)
+		} else {
+			*odd = "usage entry without a usage object"
+		}
+	case "context_edit":
+		p.parseReplacement(b, replStart, e, odd)
 	case "message":
 		if !hasMsg {
 			*odd = "message entry without a message object"
@@ -292,6 +314,38 @@ func (p *Parser) parseEntry(b []byte, e *Entry, odd *string) {
 		e.UserText = contentStart >= 0 && contentSent(b, contentStart)
 	case "branch_summary":
 		e.UserText = summaryNonBlank
+	}
+}
+
+// parseReplacement reads a context_edit's replacement at b[start]: null
+// omits the target; {content: string | array} replaces its content, whose
+// thinking blocks (pi's format) are what the model sees of the target's
+// thinking from the edit on.
+func (p *Parser) parseReplacement(b []byte, start int, e *Entry, odd *string) {
+	if start < 0 {
+		*odd = "context_edit without a replacement"
+		return
+	}
+	switch b[start] {
+	case 'n':
+		e.EditOmit = true
+		return
+	case '{':
+	default:
+		*odd = "context_edit replacement is neither null nor an object"
+		return
+	}
+	for i := start; ; {
+		key, v, ok := jsonscan.NextMember(b, &i)
+		if !ok {
+			break
+		}
+		if string(key) == "content" && b[v] == '[' {
+			i = parseAssistantContent(b, v, e)
+			e.ToolCalls = 0 // the target's tool calls are the target's
+		} else {
+			i = skipValue(b, v)
+		}
 	}
 }
 
@@ -500,6 +554,10 @@ func parseUsage(b []byte, start int) (*Usage, int) {
 			u.CacheWrite, i = optInt(b, v)
 		case "totalTokens":
 			u.TotalTokens, i = optInt(b, v)
+		case "cacheWrite1h":
+			u.CacheWrite1h, i = optInt(b, v)
+		case "reasoning":
+			u.Reasoning, i = optInt(b, v)
 		case "cost":
 			if b[v] == '{' {
 				u.Cost, i = parseCost(b, v)

@@ -259,6 +259,7 @@ func TestParseGenerated(t *testing.T) {
 	for _, s := range []*pisession.Session{
 		pisession.Generate(pisession.Options{Seed: 1, Turns: 40}),
 		pisession.Generate(pisession.Options{Seed: 2, Turns: 40}),
+		pisession.Generate(pisession.Options{Seed: 11, Turns: 60, Pi16: true}),
 		v1,
 		v1.Migrated(9),
 	} {
@@ -315,8 +316,18 @@ func TestParseGenerated(t *testing.T) {
 					t.Fatalf("line %d block %d: got %+v, want %+v", i+1, k, tb, w)
 				}
 			}
-			if l.Role == "assistant" && (e.Usage == nil || (e.Usage.TotalTokens != nil) != l.HasTotalTokens || e.Usage.Cost == nil || e.Usage.Cost.Total == nil) {
+			if (l.Role == "assistant" || l.Type == "usage") && (e.Usage == nil || (e.Usage.TotalTokens != nil) != l.HasTotalTokens || e.Usage.Cost == nil || e.Usage.Cost.Total == nil) {
 				t.Fatalf("line %d: usage %+v", i+1, e.Usage)
+			}
+			if e.UsageKind != l.UsageKind || e.EditOmit != l.EditOmit || (l.Type == "context_edit" && e.TargetID != l.TargetID) {
+				t.Fatalf("line %d: kind %q omit %v target %q, want %+v", i+1, e.UsageKind, e.EditOmit, e.TargetID, l)
+			}
+			if l.Usage16 && (e.Usage == nil || e.Usage.CacheWrite1h == nil || *e.Usage.CacheWrite1h != int64(l.CacheWrite1h) ||
+				e.Usage.Reasoning == nil || *e.Usage.Reasoning != int64(l.Reasoning)) {
+				t.Fatalf("line %d: usage %+v, want cacheWrite1h %d reasoning %d", i+1, e.Usage, l.CacheWrite1h, l.Reasoning)
+			}
+			if l.Type == "usage" && (e.Model == "" || e.Provider != "anthropic") {
+				t.Fatalf("line %d: usage entry model %q provider %q", i+1, e.Model, e.Provider)
 			}
 			if l.CustomType == FrontierCustomType && !json.Valid(e.Data) {
 				t.Fatalf("line %d: frontier data %q", i+1, e.Data)
@@ -410,4 +421,52 @@ func FuzzParseMatchesEncodingJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// pi 1.6's entries as its session manager writes them, and their odd
+// shapes: each odd line is kept (its entry is usable) with an error naming
+// the oddity.
+func TestParsePi16Entries(t *testing.T) {
+	_, es, errs := parseLines(t, v3Header,
+		`{"type":"usage","id":"w1","parentId":"a1","timestamp":"T","kind":"cache_warm","provider":"anthropic","model":"claude-opus-5-5","usage":{"input":3,"output":1,"cacheRead":900,"cacheWrite":10,"cacheWrite1h":4,"reasoning":0,"totalTokens":914,"cost":{"input":0.1,"output":0.2,"cacheRead":0.3,"cacheWrite":0.4,"total":1}},"note":"extension override"}`,
+		`{"type":"context_edit","id":"e1","parentId":"w1","timestamp":"T","targetId":"a1","replacement":null}`,
+		`{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"T","targetId":"u1","replacement":{"content":"shorter"}}`,
+		`{"type":"context_edit","id":"e3","parentId":"e2","timestamp":"T","targetId":"a2","replacement":{"content":[{"type":"thinking","thinking":"abc","thinkingSignature":"c2ln"},{"type":"toolCall","id":"t","name":"x","arguments":{}}]}}`,
+		`{"type":"message","id":"s1","parentId":"e3","timestamp":"T","message":{"role":"system","content":"Use tabs.","timestamp":5}}`,
+		`{"type":"usage","id":"w2","parentId":"s1","timestamp":"T","kind":"cache_warm","usage":7}`,
+		`{"type":"context_edit","id":"e4","parentId":"w2","timestamp":"T","targetId":"a1"}`,
+		`{"type":"context_edit","id":"e5","parentId":"e4","timestamp":"T","targetId":"a1","replacement":"x"}`,
+	)
+	want := []Entry{
+		{Type: "usage", ID: "w1", ParentID: "a1", Timestamp: "T", UsageKind: "cache_warm", Provider: "anthropic", Model: "claude-opus-5-5",
+			Usage: &Usage{Input: i64(3), Output: i64(1), CacheRead: i64(900), CacheWrite: i64(10), CacheWrite1h: i64(4), Reasoning: i64(0), TotalTokens: i64(914),
+				Cost: &Cost{Input: f64(0.1), Output: f64(0.2), CacheRead: f64(0.3), CacheWrite: f64(0.4), Total: f64(1)}}},
+		{Type: "context_edit", ID: "e1", ParentID: "w1", Timestamp: "T", TargetID: "a1", EditOmit: true},
+		{Type: "context_edit", ID: "e2", ParentID: "e1", Timestamp: "T", TargetID: "u1"},
+		{Type: "context_edit", ID: "e3", ParentID: "e2", Timestamp: "T", TargetID: "a2",
+			Thinking: []ThinkingBlock{{Index: 0, Signed: true, SigDigest: sum("c2ln"), Chars: 3}}},
+		{Type: "message", ID: "s1", ParentID: "e3", Timestamp: "T", Role: "system", MessageTimestamp: 5},
+		{Type: "usage", ID: "w2", ParentID: "s1", Timestamp: "T", UsageKind: "cache_warm"},
+		{Type: "context_edit", ID: "e4", ParentID: "w2", Timestamp: "T", TargetID: "a1"},
+		{Type: "context_edit", ID: "e5", ParentID: "e4", Timestamp: "T", TargetID: "a1"},
+	}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries, want %d", len(es), len(want))
+	}
+	for i := range want {
+		es[i].Line, es[i].Offset, es[i].Length = 0, 0, 0
+		if !reflect.DeepEqual(es[i], want[i]) {
+			t.Errorf("entry %d:\n got %+v\nwant %+v", i, es[i], want[i])
+		}
+	}
+	wantErrs := map[int]string{7: "usage entry without a usage object", 8: "context_edit without a replacement",
+		9: "context_edit replacement is neither null nor an object"}
+	if len(errs) != len(wantErrs) {
+		t.Fatalf("errors %+v", errs)
+	}
+	for _, e := range errs {
+		if !e.Kept || wantErrs[e.Line] != e.Reason {
+			t.Errorf("line %d: %+v, want kept with %q", e.Line, e, wantErrs[e.Line])
+		}
+	}
 }

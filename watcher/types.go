@@ -112,11 +112,23 @@ type Entry struct {
 
 	// branch_summary: fromId (pi sets it to the new parent, or "root").
 	FromID string `json:"fromId,omitempty"`
-	// label: targetId and label ("" when the label was cleared).
+	// label and context_edit: targetId; label: the label ("" when the label
+	// was cleared).
 	TargetID string `json:"targetId,omitempty"`
 	Label    string `json:"label,omitempty"`
 	// session_info: the display name ("" clears it in later pi versions).
 	Name string `json:"name,omitempty"`
+
+	// usage (pi 1.6): model-attributed spend that is no part of the model's
+	// context, such as a cache warm. UsageKind is its kind ("cache_warm");
+	// Provider, Model and Usage are the entry's own fields.
+	UsageKind string `json:"usageKind,omitempty"`
+	// context_edit (pi 1.6): TargetID is the edited entry; EditOmit says the
+	// replacement is null (the target's messages leave what the model sees
+	// from this edit on). Otherwise the replacement's content replaces the
+	// target's, and Thinking holds the thinking blocks of that content
+	// (pi's format, as in an assistant message).
+	EditOmit bool `json:"editOmit,omitempty"`
 }
 
 // ThinkingBlock is one thinking block of an assistant message.
@@ -137,6 +149,10 @@ type Usage struct {
 	CacheWrite  *int64 `json:"cacheWrite,omitempty"`
 	TotalTokens *int64 `json:"totalTokens,omitempty"`
 	Cost        *Cost  `json:"cost,omitempty"`
+	// pi 1.6: CacheWrite1h is the part of CacheWrite written with the
+	// 1-hour TTL; Reasoning the part of Output that was thinking.
+	CacheWrite1h *int64 `json:"cacheWrite1h,omitempty"`
+	Reasoning    *int64 `json:"reasoning,omitempty"`
 }
 
 // Cost is pi's usage.cost, in USD.

@@ -70,7 +70,11 @@ func compileCmd(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "compile\t%s\n", ans.CompileID)
 	if !ans.Bound {
-		fmt.Fprintf(tw, "bound\tno (not an Anthropic Messages request: nothing to decide)\n")
+		why := "no messages array"
+		if ans.NotMessages != "" {
+			why = ans.NotMessages
+		}
+		fmt.Fprintf(tw, "bound\tno (not an Anthropic Messages request: %s; passed back untouched, nothing recorded)\n", why)
 	}
 	fmt.Fprintf(tw, "engaged\t%s\n", yesNo(ans.Engaged))
 	if ans.DryRun {

@@ -50,7 +50,10 @@ func TestPiFixtures(t *testing.T) {
 // branchedFrom, a malformed line before a compaction whose
 // firstKeptEntryIndex counts parsed values rather than lines, a signed and
 // an unsigned (aborted) thinking block, and an aborted reply with all-zero
-// usage.
+// usage; a pi 1.6 file (usage entries, context edits, a persisted
+// system message, usage with cacheWrite1h and reasoning, diagnostics); and
+// one pi 1.6.0's own SessionManager wrote (appendUsage, appendContextEdit
+// with a string, null and thinking-keeping replacement, a system message).
 func TestPiShapedFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -177,6 +180,7 @@ type piFigures struct {
 	Input, Output           int64
 	CacheRead, CacheWrite   int64
 	Cost                    float64
+	Usage                   int // pi 1.6 usage entries (cache warms): not requests
 	// Compactions maps a compaction's line to the line of its first kept
 	// entry (0 when it resolves to none).
 	Compactions map[int]int
@@ -247,6 +251,9 @@ func computePiFigures(t *testing.T, data []byte) piFigures {
 				byID[n] = l.FirstKeptEntryID
 			}
 		}
+		if l.Type == "usage" {
+			f.Usage++
+		}
 		m := l.Message
 		if l.Type != "message" || m == nil || m.Role != "assistant" {
 			continue
@@ -308,6 +315,9 @@ func checkPiReport(t *testing.T, f report.Figures, w piFigures) {
 	if cost := f.Spend.Total + f.Apart.Spend.Total; math.Abs(cost-w.Cost) > 1e-6 {
 		t.Errorf("spend $%.6f, want pi's cost.total sum $%.6f", cost, w.Cost)
 	}
+	if f.Warm.Entries+f.OtherUsage.Entries != w.Usage {
+		t.Errorf("usage entries %d + %d, want %d", f.Warm.Entries, f.OtherUsage.Entries, w.Usage)
+	}
 	if f.Apart.Requests != w.Errored+w.Aborted {
 		t.Errorf("apart %d, want %d", f.Apart.Requests, w.Errored+w.Aborted)
 	}
@@ -342,7 +352,9 @@ func (e *e2e) query(q string, args ...any) *sql.Rows {
 
 // thinkingRows counts the file's thinking rows with and without a signature.
 func (e *e2e) thinkingRows(path string) (signed, unsigned int) {
-	rows := e.query(`SELECT t.signed, count(*) FROM thinking t JOIN files f ON f.id = t.file WHERE f.path = ? AND f.removed = 0 GROUP BY 1`, path)
+	// A pi 1.6 context_edit's copy of a block is not a block of the session.
+	rows := e.query(`SELECT t.signed, count(*) FROM thinking t JOIN files f ON f.id = t.file JOIN entries e ON e.seq = t.entry
+		WHERE f.path = ? AND f.removed = 0 AND e.type = 'message' GROUP BY 1`, path)
 	defer rows.Close()
 	for rows.Next() {
 		var s, n int

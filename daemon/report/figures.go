@@ -7,7 +7,7 @@ import (
 
 // FormatVersion changes whenever a Summary's meaning changes: summaries
 // cached under another version are recomputed.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // Figures are the mergeable totals of one session or of many. Every field
 // is a sum or an exact histogram, so the figures of an archive are the
@@ -22,9 +22,40 @@ type Figures struct {
 	Spend    Spend    `json:"spend"`
 	// Apart is the usage and spend of errored and aborted replies: billed,
 	// but never resent by pi, so kept out of every other figure.
-	Apart   Apart       `json:"apart"`
-	Breaks  BreakTotals `json:"breaks"`
-	Bindery Bindery     `json:"bindery"`
+	Apart Apart `json:"apart"`
+	// Warm is the spend pi 1.6 records in usage entries of kind
+	// "cache_warm": requests re-sent (max_tokens 1) only to keep the prompt
+	// cache warm. They are not requests of the branch: no turn, no part in
+	// cycles, thinking or cache breaks, and not in Spend. OtherUsage is
+	// usage entries of any other kind, named in its Kinds.
+	Warm       UsageLine   `json:"warm"`
+	OtherUsage UsageLine   `json:"otherUsage"`
+	Breaks     BreakTotals `json:"breaks"`
+	Bindery    Bindery     `json:"bindery"`
+}
+
+// UsageLine is what a kind of usage entry used and cost.
+type UsageLine struct {
+	Entries int   `json:"entries"`
+	Input   int64 `json:"input"`
+	Output  int64 `json:"output"`
+	Read    int64 `json:"cacheRead"`
+	Write   int64 `json:"cacheWrite"`
+	// Write1h is the part of Write written with the 1-hour TTL.
+	Write1h int64    `json:"cacheWrite1h"`
+	Kinds   []string `json:"kinds,omitempty"`
+	Spend   Spend    `json:"spend"`
+}
+
+func (u *UsageLine) add(o UsageLine) {
+	u.Entries += o.Entries
+	u.Input += o.Input
+	u.Output += o.Output
+	u.Read += o.Read
+	u.Write += o.Write
+	u.Write1h += o.Write1h
+	u.Kinds = mergeNames(u.Kinds, o.Kinds)
+	u.Spend.add(o.Spend)
 }
 
 // Requests counts the assistant messages on a session's current branch.
@@ -300,6 +331,8 @@ func (f *Figures) Merge(o Figures) {
 	a.Read += o.Apart.Read
 	a.Write += o.Apart.Write
 	a.Spend.add(o.Apart.Spend)
+	f.Warm.add(o.Warm)
+	f.OtherUsage.add(o.OtherUsage)
 
 	b := &f.Breaks
 	b.Count += o.Breaks.Count
@@ -351,8 +384,10 @@ func (f *Figures) Finish() {
 	if f.Spend.UnpricedModels == nil {
 		f.Spend.UnpricedModels = []string{}
 	}
-	if f.Apart.Spend.UnpricedModels == nil {
-		f.Apart.Spend.UnpricedModels = []string{}
+	for _, sp := range []*Spend{&f.Apart.Spend, &f.Warm.Spend, &f.OtherUsage.Spend} {
+		if sp.UnpricedModels == nil {
+			sp.UnpricedModels = []string{}
+		}
 	}
 	if f.Breaks.ByCause == nil {
 		f.Breaks.ByCause = map[string]CauseTotal{}

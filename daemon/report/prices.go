@@ -17,8 +17,25 @@ type Price struct {
 	Input      *float64 `json:"input,omitempty"`
 	Output     *float64 `json:"output,omitempty"`
 	CacheWrite *float64 `json:"cacheWrite,omitempty"` // 5-minute TTL write, pi's default
-	CacheRead  *float64 `json:"cacheRead,omitempty"`
-	Source     string   `json:"source"`
+	// CacheWrite1h is the 1-hour TTL write (pi 1.6 reports the 1h part of
+	// cacheWrite as cacheWrite1h). Unset, it is the documented 2x of Input
+	// when Input is known (Write1hPrice), else unknown.
+	CacheWrite1h *float64 `json:"cacheWrite1h,omitempty"`
+	CacheRead    *float64 `json:"cacheRead,omitempty"`
+	Source       string   `json:"source"`
+}
+
+// Write1hPrice is the row's 1-hour cache-write price: its own, else the
+// prompt-caching docs' 2x of base input (what pi's own calculateCost
+// charges), else unknown.
+func (p Price) Write1hPrice() *float64 {
+	if p.CacheWrite1h != nil {
+		return p.CacheWrite1h
+	}
+	if p.Input != nil {
+		return usd(*p.Input * writeMultiplier1h)
+	}
+	return nil
 }
 
 // Cache pricing multipliers over base input, from the prompt-caching docs
@@ -116,7 +133,7 @@ func ParsePrices(data []byte) (*Prices, error) {
 			return nil, fmt.Errorf("price table: %w", err)
 		}
 		for id, p := range over {
-			for _, f := range []*float64{p.Input, p.Output, p.CacheWrite, p.CacheRead} {
+			for _, f := range []*float64{p.Input, p.Output, p.CacheWrite, p.CacheWrite1h, p.CacheRead} {
 				if f != nil && *f < 0 {
 					return nil, fmt.Errorf("price table: %s: negative price", id)
 				}

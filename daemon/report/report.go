@@ -100,8 +100,9 @@ func ArchiveReport(sums []Summary, prices *Prices) Report {
 		lines = append(lines, SessionLine{
 			Session: s.Session, Model: s.Model, Last: s.Last,
 			Requests: sf.Requests.Total, Cycles: sf.Cycles.Count,
-			Spend: sf.Spend.Total + sf.Apart.Spend.Total, Unpriced: sf.Spend.Unpriced + sf.Apart.Spend.Unpriced,
-			Breaks: sf.Breaks.Count, HitRatio: sf.Cache.HitRatio,
+			Spend:    sf.Spend.Total + sf.Apart.Spend.Total + sf.Warm.Spend.Total + sf.OtherUsage.Spend.Total,
+			Unpriced: sf.Spend.Unpriced + sf.Apart.Spend.Unpriced + sf.Warm.Spend.Unpriced + sf.OtherUsage.Spend.Unpriced,
+			Breaks:   sf.Breaks.Count, HitRatio: sf.Cache.HitRatio,
 		})
 	}
 	f.Finish()

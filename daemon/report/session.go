@@ -80,8 +80,12 @@ type Request struct {
 	Output     int64 `json:"output"`
 	CacheRead  int64 `json:"cacheRead"`
 	CacheWrite int64 `json:"cacheWrite"`
-	UsageKnown bool  `json:"usageKnown"`
-	Prompt     int64 `json:"prompt"` // input + cacheRead + cacheWrite
+	// CacheWrite1h is the part of CacheWrite written with the 1-hour TTL
+	// and Reasoning the part of Output that was thinking (pi 1.6).
+	CacheWrite1h int64 `json:"cacheWrite1h,omitempty"`
+	Reasoning    int64 `json:"reasoning,omitempty"`
+	UsageKnown   bool  `json:"usageKnown"`
+	Prompt       int64 `json:"prompt"` // input + cacheRead + cacheWrite
 	// Cycle is the 1-based thinking cycle; Turn the turn within it (0 for
 	// errored and aborted replies, which are not turns).
 	Cycle int `json:"cycle"`
@@ -99,6 +103,10 @@ type Request struct {
 	Strips         int   `json:"strips"`
 	StrippedTokens int64 `json:"strippedTokens"`
 	Break          bool  `json:"break"`
+	// warmed is the time of the last cache warm (pi 1.6 usage entry of kind
+	// cache_warm) on the branch before this request, "" when none: a warm
+	// read the cache and restarted its lifetime.
+	warmed string
 }
 
 // Break is a request whose cacheRead fell while its prompt grew.
@@ -201,6 +209,14 @@ func Branch(entries []watcher.Entry) []int {
 // closesCycle reports whether an entry is a user turn that closes a
 // thinking cycle: a message or custom_message with non-tool-result content
 // (the watcher's UserText), or a branch summary (sent as user text).
+//
+// A role "system" message (pi 1.6 persists them) does not: the provider's
+// documents define the cycle by user content alone (a non-tool_result user
+// block starts a new assistant loop) and leave a system message's effect
+// undocumented; they place system messages after a tool_result, inside a
+// tool loop, where closing the cycle would drop the thinking the loop must
+// carry. So a system message is in the branch and in the prefix, and a
+// cycle runs across it.
 func closesCycle(e *watcher.Entry) bool {
 	return e.UserText || e.Type == "branch_summary"
 }
@@ -214,6 +230,7 @@ func estimateTokens(chars int) int64 { return int64((chars + 3) / 4) }
 
 type resident struct {
 	pos    int // index into the branch path
+	id     string
 	cycle  int
 	tokens int64
 }
@@ -265,6 +282,8 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		openRes   int64    // resident thinking of the current cycle
 		posOf     = make(map[string]int, len(path))
 		lastModel string
+		lastWarm  string // timestamp of the last cache warm on the branch so far
+		window    int    // first path position the latest compaction kept
 	)
 	volumes = append(volumes, Volume{})
 	for pos, idx := range path {
@@ -287,6 +306,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			if !ok {
 				keep = pos
 			}
+			window = keep
 			closedRes, openRes = 0, 0
 			kept := residents[:0]
 			for _, r := range residents {
@@ -301,6 +321,66 @@ func Analyze(in SessionInput, prices *Prices) Session {
 				}
 			}
 			residents = kept
+		case e.Type == "usage":
+			line := &f.OtherUsage
+			if e.UsageKind == "cache_warm" {
+				line = &f.Warm
+			} else if e.UsageKind != "" {
+				line.Kinds = mergeNames(line.Kinds, []string{e.UsageKind})
+			}
+			line.Entries++
+			if u := e.Usage; u != nil {
+				line.Input += val(u.Input)
+				line.Output += val(u.Output)
+				line.Read += val(u.CacheRead)
+				line.Write += val(u.CacheWrite)
+				line.Write1h += val(u.CacheWrite1h)
+			}
+			addSpend(&line.Spend, e, prices)
+			if e.UsageKind == "cache_warm" && e.Timestamp != "" {
+				lastWarm = e.Timestamp
+			}
+		case e.Type == "context_edit" && e.TargetID != "":
+			// From here on the model sees the target as edited: its
+			// thinking leaves the prompts (omitted, or replaced by content
+			// holding only the replacement's thinking). Where cycles began
+			// does not change: the edit changes what later requests carry.
+			tpos, ok := posOf[e.TargetID]
+			if !ok || tpos < window {
+				break // not on the branch, or summarized by a compaction since
+			}
+			var made int64
+			for _, b := range e.Thinking {
+				made += estimateTokens(b.Chars)
+			}
+			found := false
+			for i := range residents {
+				r := &residents[i]
+				if r.id != e.TargetID {
+					continue
+				}
+				found = true
+				if r.cycle == cycle {
+					openRes += made - r.tokens
+				} else {
+					closedRes += made - r.tokens
+				}
+				r.tokens = made
+			}
+			if !found && made > 0 && !e.EditOmit {
+				tcycle := cycle
+				for _, r := range residents {
+					if r.pos <= tpos {
+						tcycle = r.cycle
+					}
+				}
+				residents = append(residents, resident{pos: tpos, id: e.TargetID, cycle: tcycle, tokens: made})
+				if tcycle == cycle {
+					openRes += made
+				} else {
+					closedRes += made
+				}
+			}
 		case isAssistant(e):
 			onBranch++
 			if cs, ok := byParent[e.ParentID]; ok && e.ID != "" {
@@ -310,6 +390,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			}
 			r := request(e, prices)
 			r.N = len(reqs) + 1
+			r.warmed = lastWarm
 			r.Cycle = cycle
 			r.Regime = RegimeOf(e.Model)
 			if e.Model != "" {
@@ -385,7 +466,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 				}
 			}
 			if made > 0 {
-				residents = append(residents, resident{pos: pos, cycle: cycle, tokens: made})
+				residents = append(residents, resident{pos: pos, id: e.ID, cycle: cycle, tokens: made})
 				openRes += made
 			}
 			reqs = append(reqs, r)
@@ -487,6 +568,7 @@ func request(e *watcher.Entry, prices *Prices) Request {
 	}
 	if u := e.Usage; u != nil {
 		r.Input, r.Output, r.CacheRead, r.CacheWrite = val(u.Input), val(u.Output), val(u.CacheRead), val(u.CacheWrite)
+		r.CacheWrite1h, r.Reasoning = val(u.CacheWrite1h), val(u.Reasoning)
 		r.UsageKnown = u.Input != nil && u.CacheRead != nil && u.CacheWrite != nil
 	}
 	r.Prompt = r.Input + r.CacheRead + r.CacheWrite
@@ -568,7 +650,10 @@ func tableParts(u *watcher.Usage, model string, prices *Prices) (parts [4]float6
 	parts[0], oks[0] = perToken(p.Input, *u.Input)
 	parts[1], oks[1] = perToken(p.Output, *u.Output)
 	parts[2], oks[2] = perToken(p.CacheRead, *u.CacheRead)
-	parts[3], oks[3] = perToken(p.CacheWrite, *u.CacheWrite)
+	long := min(val(u.CacheWrite1h), *u.CacheWrite)
+	w5, ok5 := perToken(p.CacheWrite, *u.CacheWrite-long)
+	w1, ok1 := perToken(p.Write1hPrice(), long)
+	parts[3], oks[3] = w5+w1, ok5 && ok1
 	return parts, oks[0] && oks[1] && oks[2] && oks[3]
 }
 
@@ -634,7 +719,11 @@ func findBreaks(session string, reqs []Request, costs []*watcher.Cost, compiles 
 				}
 			}
 		}
-		if b.Cause == CauseUnknown && gap(p.Timestamp, r.Timestamp) > IdleGap {
+		since := p.Timestamp
+		if r.warmed != "" && gap(since, r.warmed) > 0 {
+			since = r.warmed // the warm kept the cache alive until then
+		}
+		if b.Cause == CauseUnknown && gap(since, r.Timestamp) > IdleGap {
 			b.Cause = CauseIdle
 		}
 		out = append(out, b)
@@ -662,7 +751,16 @@ func cachePrices(r *Request, cost *watcher.Cost, prices *Prices) (write, read fl
 		return write, read, true
 	}
 	if p, found := prices.Lookup(r.Model); found && p.CacheWrite != nil && p.CacheRead != nil {
-		return *p.CacheWrite, *p.CacheRead, true
+		w := *p.CacheWrite
+		if long := min(r.CacheWrite1h, r.CacheWrite); long > 0 {
+			// The request's own mix of 5-minute and 1-hour writes.
+			w1 := p.Write1hPrice()
+			if w1 == nil {
+				return 0, 0, false
+			}
+			w = (w*float64(r.CacheWrite-long) + *w1*float64(long)) / float64(r.CacheWrite)
+		}
+		return w, *p.CacheRead, true
 	}
 	return 0, 0, false
 }

@@ -84,6 +84,20 @@ func Text(r Report) string {
 		row("apart", append([]string{fmt.Sprintf("%d errored/aborted", a.Requests), money(a.Spend.Total)}, noPrice(a.Spend.UnpricedModels)...)...)
 		row("", fmt.Sprintf("read %s", tok(a.Read)), fmt.Sprintf("write %s", tok(a.Write)), fmt.Sprintf("uncached %s", tok(a.Input)), fmt.Sprintf("output %s", tok(a.Output)))
 	}
+	for _, l := range []struct {
+		name string
+		u    UsageLine
+	}{{"cache warm", f.Warm}, {"other usage", f.OtherUsage}} {
+		if l.u.Entries > 0 {
+			what := plural(l.u.Entries, "entry", "entries")
+			if len(l.u.Kinds) > 0 {
+				what += " (" + strings.Join(l.u.Kinds, ", ") + ")"
+			}
+			row(l.name, append([]string{what + ": " + money(l.u.Spend.Total)}, noPrice(l.u.Spend.UnpricedModels)...)...)
+			row("", fmt.Sprintf("read %s", tok(l.u.Read)), fmt.Sprintf("write %s (1h %s)", tok(l.u.Write), tok(l.u.Write1h)),
+				fmt.Sprintf("uncached %s", tok(l.u.Input)), fmt.Sprintf("output %s", tok(l.u.Output)))
+		}
+	}
 	br := f.Breaks
 	brk := []string{fmt.Sprintf("%d: %s tok rewritten", br.Count, tok(br.Rewritten)), fmt.Sprintf("cost %s (%s above reading it)", money(br.Cost), money(br.Excess))}
 	if br.Unpriced > 0 {
@@ -214,6 +228,9 @@ const textWidth = 80
 func writeRow(b *strings.Builder, label string, phrases []string) {
 	const margin = 10
 	line := fmt.Sprintf("%-*s", margin, label)
+	if len(label) >= margin-1 {
+		line = label + " " // a long label ("cache warm") still reads apart
+	}
 	n := 0 // phrases on the line
 	for i, p := range phrases {
 		sep := ", "
@@ -255,4 +272,12 @@ func reasons(m map[string]int) []string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return parts
+}
+
+// plural is "1 entry", "2 entries".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

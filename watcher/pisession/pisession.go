@@ -38,6 +38,13 @@ type Options struct {
 	// Plain leaves out compactions, branches, custom entries, labels and
 	// names: a linear session of messages only.
 	Plain bool
+	// Pi16 writes what pi 1.6 adds (v3 only): usage with cacheWrite1h and
+	// reasoning, usage entries for cache warms (kind "cache_warm"; a usage
+	// entry is a child of the leaf and becomes the leaf), persisted
+	// role "system" messages, and context_edit entries: an aborted reply
+	// omitted (replacement null, as pi's recovery does), a tool result or
+	// an assistant reply's content replaced.
+	Pi16 bool
 }
 
 // Line describes one generated line, so tests can check a parser against
@@ -58,7 +65,16 @@ type Line struct {
 	FirstKeptID    string
 	FirstKeptIndex int
 	HasTotalTokens bool
-	obj            obj
+	// pi 1.6: a usage entry's kind; a context_edit's target and whether it
+	// omits it (its replacement's thinking is in Thinking); Usage16 says
+	// the usage carries cacheWrite1h and reasoning, whose values these are.
+	UsageKind    string
+	TargetID     string
+	EditOmit     bool
+	Usage16      bool
+	CacheWrite1h int
+	Reasoning    int
+	obj          obj
 }
 
 // Thinking is one thinking block as written.
@@ -256,6 +272,9 @@ type gen struct {
 	lastTool  string
 	calls     []string // tool call ids of the last assistant message
 	turn      int
+	// signed (Pi16 only): each assistant entry's signed, unredacted
+	// thinking block (signature, text), by entry index.
+	signed map[int][2]string
 }
 
 func newGen(o Options, emit func(Line, []byte)) *gen {
@@ -382,6 +401,13 @@ func (g *gen) userTurn() {
 	if extras && g.rng.IntN(5) == 0 {
 		g.put(Line{Type: "thinking_level_change"}, entry("thinking_level_change", "", "", g.tick(1), kv{"thinkingLevel", []string{"low", "medium", "high", "xhigh"}[g.rng.IntN(4)]}))
 	}
+	if g.pi16() && g.rng.IntN(4) == 0 {
+		// A persisted mid-conversation system message (pi 1.6): an
+		// instruction added from here on. It is not a user turn.
+		sts := g.tick(1)
+		g.put(Line{Type: "message", Role: "system"}, entry("message", "", "", sts, kv{"message", obj{
+			{"role", "system"}, {"content", "The date is now " + iso(sts)[:10] + "."}, {"timestamp", sts.UnixMilli()}}}))
+	}
 	ts := g.tick(1000 + g.rng.IntN(60000))
 	var content any = []any{obj{{"type", "text"}, {"text", g.userText()}}}
 	if g.rng.IntN(4) == 0 {
@@ -411,10 +437,32 @@ func (g *gen) userTurn() {
 		}
 		for c := 0; c < calls; c++ {
 			g.toolResult(c)
+			if g.pi16() && g.rng.IntN(6) == 0 {
+				// A pruner shortens the result in what the model sees;
+				// pi normalizes a string replacement to one text block.
+				g.put(Line{Type: "context_edit", TargetID: g.leaf}, entry("context_edit", "", "", g.tick(1),
+					kv{"targetId", g.leaf}, kv{"replacement", obj{{"content", []any{obj{{"type", "text"}, {"text", "[pruned]"}}}}}}))
+			}
 		}
 		if extras && g.version >= 2 && calls > 0 && g.rng.IntN(4) == 0 {
 			g.condense()
 		}
+	}
+	if g.pi16() && len(g.asstIDs) > 1 && g.rng.IntN(5) == 0 {
+		// An extension replaces an earlier reply's content, keeping its
+		// signed thinking block when it had one: what the model sees of it.
+		at := g.asstIDs[len(g.asstIDs)-2]
+		content := []any{obj{{"type", "text"}, {"text", "[earlier reply condensed]"}}}
+		var thinking []Thinking
+		if b, ok := g.signed[at]; ok && g.rng.IntN(2) == 0 {
+			content = append([]any{obj{{"type", "thinking"}, {"thinking", b[1]}, {"thinkingSignature", b[0]}}}, content...)
+			thinking = []Thinking{{Index: 0, Signature: b[0], Chars: len([]rune(b[1]))}}
+		}
+		g.put(Line{Type: "context_edit", TargetID: g.ids[at], Thinking: thinking}, entry("context_edit", "", "", g.tick(1),
+			kv{"targetId", g.ids[at]}, kv{"replacement", obj{{"content", content}}}))
+	}
+	if g.pi16() && g.rng.IntN(3) == 0 {
+		g.cacheWarm()
 	}
 	if extras && g.rng.IntN(10) == 0 && len(g.asstIDs) > 0 {
 		target := g.ids[g.asstIDs[len(g.asstIDs)-1]]
@@ -448,6 +496,12 @@ func (g *gen) assistant(calls int, aborted bool) {
 			blk = obj{{"type", "thinking"}, {"thinking", text}, {"thinkingSignature", sig}, {"redacted", true}}
 		}
 		thinking = append(thinking, Thinking{Index: len(content), Signature: sig, Redacted: redacted, Chars: len([]rune(text))})
+		if g.pi16() && sig != "" && !redacted {
+			if g.signed == nil {
+				g.signed = map[int][2]string{}
+			}
+			g.signed[g.index] = [2]string{sig, text}
+		}
 		content = append(content, blk)
 	}
 	if !aborted {
@@ -477,16 +531,55 @@ func (g *gen) assistant(calls int, aborted bool) {
 	case calls > 0:
 		stop = "toolUse"
 	}
+	u := usage(3+g.rng.IntN(10), 50+g.rng.IntN(2000), 20000+g.rng.IntN(100000), g.rng.IntN(5000), g.version >= 2)
+	var w1h, reasoning int
+	if g.pi16() {
+		u, w1h, reasoning = g.usage16(u)
+	}
 	m := obj{{"role", "assistant"}, {"content", content}, {"api", "anthropic-messages"}, {"provider", "anthropic"},
-		{"model", g.model}, {"usage", usage(3+g.rng.IntN(10), 50+g.rng.IntN(2000), 20000+g.rng.IntN(100000), g.rng.IntN(5000), g.version >= 2)},
-		{"stopReason", stop}}
+		{"model", g.model}, {"usage", u}, {"stopReason", stop}}
 	if aborted {
 		m = append(m, kv{"errorMessage", "Request was aborted."})
 	}
 	m = append(m, kv{"timestamp", ts.UnixMilli()})
 	g.asstIDs = append(g.asstIDs, g.index)
-	g.put(Line{Type: "message", Role: "assistant", Thinking: thinking, ToolCalls: calls, StopReason: stop, HasTotalTokens: g.version >= 2},
+	g.put(Line{Type: "message", Role: "assistant", Thinking: thinking, ToolCalls: calls, StopReason: stop, HasTotalTokens: g.version >= 2,
+		Usage16: g.pi16(), CacheWrite1h: w1h, Reasoning: reasoning},
 		entry("message", "", "", ts, kv{"message", m}))
+	if aborted && g.pi16() {
+		// pi's recovery omits the failed attempt from what the model sees.
+		g.put(Line{Type: "context_edit", TargetID: g.leaf, EditOmit: true},
+			entry("context_edit", "", "", g.tick(1), kv{"targetId", g.leaf}, kv{"replacement", nil}))
+	}
+}
+
+func (g *gen) pi16() bool { return g.o.Pi16 && g.version >= 2 }
+
+// usage16 adds pi 1.6's cacheWrite1h (part of cacheWrite) and reasoning
+// (part of output) to a usage object.
+func (g *gen) usage16(u obj) (obj, int, int) {
+	var cw, out int
+	for _, f := range u {
+		switch f.k {
+		case "cacheWrite":
+			cw = f.v.(int)
+		case "output":
+			out = f.v.(int)
+		}
+	}
+	w1h, reasoning := 0, out/2
+	if cw > 0 && g.rng.IntN(3) == 0 {
+		w1h = g.rng.IntN(cw + 1)
+	}
+	return u.insertAfter("cacheWrite", "cacheWrite1h", w1h).insertAfter("totalTokens", "reasoning", reasoning), w1h, reasoning
+}
+
+// cacheWarm writes the usage entry pi 1.6's cache warmer appends after a
+// warm request (max_tokens 1): it reads the prompt from the cache.
+func (g *gen) cacheWarm() {
+	u, w1h, reasoning := g.usage16(usage(2+g.rng.IntN(5), 1, 20000+g.rng.IntN(100000), g.rng.IntN(200), true))
+	g.put(Line{Type: "usage", UsageKind: "cache_warm", HasTotalTokens: true, Usage16: true, CacheWrite1h: w1h, Reasoning: reasoning},
+		entry("usage", "", "", g.tick(240000), kv{"kind", "cache_warm"}, kv{"provider", "anthropic"}, kv{"model", g.model}, kv{"usage", u}))
 }
 
 func (g *gen) toolResult(i int) {

@@ -125,3 +125,55 @@ func TestFileOperations(t *testing.T) {
 		t.Error("rewrite in place changed the inode or the content is wrong")
 	}
 }
+
+// Pi16 writes pi 1.6's entries: usage entries (cache warms) that become the
+// leaf, persisted system messages, and context edits (omitting an aborted
+// reply, replacing a tool result, replacing a reply's content while keeping
+// its signed thinking block), each targeting an entry written before it on
+// the same path.
+func TestPi16Entries(t *testing.T) {
+	s := Generate(Options{Seed: 11, Turns: 60, Pi16: true})
+	if plain := Generate(Options{Seed: 11, Turns: 60}); bytes.Contains(plain.Data, []byte(`"context_edit"`)) || bytes.Contains(plain.Data, []byte(`cacheWrite1h`)) {
+		t.Fatal("pi 1.6 entries without Pi16")
+	}
+	byID := map[string]Line{}
+	var warms, systems, omits, replaced, keptThinking, w1h int
+	for i, l := range s.Lines {
+		byID[l.ID] = l
+		switch {
+		case l.Type == "usage":
+			warms++
+			if l.UsageKind != "cache_warm" || l.ParentID != s.Lines[i-1].ID {
+				t.Fatalf("line %d: usage entry %+v not a child of the leaf", i+1, l)
+			}
+		case l.Role == "system":
+			systems++
+		case l.Type == "context_edit":
+			target, ok := byID[l.TargetID]
+			if !ok {
+				t.Fatalf("line %d: edit of %s, not written before", i+1, l.TargetID)
+			}
+			switch {
+			case l.EditOmit:
+				omits++
+				if target.StopReason != "aborted" {
+					t.Fatalf("line %d: omits a %+v", i+1, target)
+				}
+			default:
+				replaced++
+				for _, th := range l.Thinking {
+					keptThinking++
+					if len(target.Thinking) == 0 || target.Thinking[0].Signature != th.Signature {
+						t.Fatalf("line %d: replacement thinking not the target's", i+1)
+					}
+				}
+			}
+		}
+		if l.Usage16 && l.CacheWrite1h > 0 {
+			w1h++
+		}
+	}
+	if warms == 0 || systems == 0 || omits == 0 || replaced == 0 || keptThinking == 0 || w1h == 0 {
+		t.Fatalf("warms %d systems %d omits %d replaced %d kept thinking %d 1h writes %d", warms, systems, omits, replaced, keptThinking, w1h)
+	}
+}

@@ -265,6 +265,12 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 			r.log.Debug("report: pi's cost split unavailable; using cost.total", "session", src.id, "err", err)
 		}
 	}
+	if !src.removed && slices.ContainsFunc(entries, pi16Missing) {
+		// pi 1.6 usage and context_edit rows ingested before schema version 6.
+		if err := Pi16FromFile(src.path, src.version, entries); err != nil {
+			r.log.Debug("report: pi 1.6 entries unreadable; left uncounted", "session", src.id, "err", err)
+		}
+	}
 	return report.Analyze(report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, r.prices), nil
 }
 
@@ -340,11 +346,13 @@ func Entries(rows []db.Entry) []watcher.Entry {
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
+			UsageKind: e.UsageKind, TargetID: e.TargetID, EditOmit: e.EditOmit,
 		}
 		u := e.Usage
 		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil ||
 			u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
-			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens,
+				CacheWrite1h: u.CacheWrite1h, Reasoning: u.Reasoning}
 			if u.CostTotal != nil || u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
 				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal, Input: u.CostInput, Output: u.CostOutput,
 					CacheRead: u.CostCacheRead, CacheWrite: u.CostCacheWrite}
