@@ -15,7 +15,7 @@
  * - session_start: reset the per-session footer counters.
  */
 import { BinderyBridge, ENTRY_TYPE, STATUS_KEY, piReporter } from "./bridge.js";
-import { installDropBlockHeader, onInputTransformations } from "./beta-header.js";
+import { installDropBlockHeader, installFetchWrapper, onInputTransformations, onSentRequest } from "./beta-header.js";
 import type { PiContext, PiExtensionAPI } from "./pi-types.js";
 import { loadSettings } from "./settings.js";
 
@@ -26,6 +26,10 @@ export default function bindery(pi: PiExtensionAPI): void {
     if (persist) pi.appendEntry(ENTRY_TYPE, { dropBlock: true });
   });
   onInputTransformations((t) => bridge.receiveTransformations(t));
+  if (settings.enabled) {
+    onSentRequest((shape) => bridge.receiveSent(shape));
+    installFetchWrapper();
+  }
   let warned = false;
 
   pi.on("session_start", (_event: unknown, ctx: PiContext) => {
