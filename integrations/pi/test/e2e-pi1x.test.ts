@@ -185,4 +185,57 @@ describe("pi 1.x built-in model + pi-bindery + bindery + fake Anthropic (threads
     }
     assert.ok(after[0].signatures.includes(droppedReq.minted[0]), "the block minted after the edit is replayed");
   });
+
+  test("cache warming fires mid-request: a dry-run compile warms the same prefix, records nothing, and the accept goes to the real compile", async (t) => {
+    // promptCache.short 12 s: pi warms 2 s after a request starts (90% of the lifetime, 10 s margin).
+    const { d, home, seen } = await setup({ ...OPUS, promptCacheShortSeconds: 12 });
+    t.after(() => d.stop());
+    // A prompt large enough that a warm pays for itself in pi's economics.
+    fake.inputTokens = 200_000;
+    t.after(() => {
+      fake.inputTokens = undefined;
+      fake.hold = undefined;
+    });
+    ok(await home.run(["one tools:1"]), "run 1");
+    // Run 2's request is held until pi's warm for it arrives (a condition, with a deadline).
+    let warmSeen: () => void = () => {};
+    const warmed = new Promise<void>((r) => (warmSeen = r));
+    let held = 0;
+    fake.hold = (rec) => {
+      if (rec.warm) {
+        warmSeen();
+        return undefined;
+      }
+      if (held++ > 0) return undefined;
+      return Promise.race([
+        warmed,
+        new Promise<void>((_, rej) => setTimeout(() => rej(new Error("no cache-warming request within 60 s")), 60_000).unref()),
+      ]).catch((e) => console.log(`# ${e.message}`));
+    };
+    const r2 = await home.run(["-c", "two"]);
+    ok(r2, "run 2");
+    quiet([r2]);
+    const reqs = seen();
+    const warms = reqs.filter((r) => r.warm);
+    const real = reqs.filter((r) => !r.warm);
+    assert.ok(warms.length >= 1, `pi sent a cache-warming request: ${reqs.map((r) => r.body.max_tokens)}`);
+    const heldReq = real[real.length - 1];
+    for (const w of warms) {
+      assert.equal(w.verdict.status, 200);
+      assert.deepEqual(w.fullSignatures, heldReq.fullSignatures, "the warm carries the thinking of the request it warms");
+    }
+    const id = home.header(home.sessionFiles()[0]).id;
+    const conv = await get(d.socketPath, `/v1/conversations/${id}`);
+    assert.equal(conv.body.compiles, real.length, "the warm's dry-run compile is not recorded");
+    assert.equal(conv.body.stamps, sum(real, (r) => r.minted.length), "the accept reached the real compile");
+    const file = readFileSync(home.sessionFiles()[0], "utf8");
+    assert.match(file, /"type":"usage"/, "pi recorded the warm's spend");
+    // The next request replays everything: the warm became nobody's request.
+    const mark = fake.requests.length;
+    fake.hold = undefined;
+    ok(await home.run(["-c", "three"]), "run 3");
+    const last = fake.requests.slice(mark).find((r) => !r.warm)!;
+    assert.deepEqual(last.fullSignatures, real.flatMap((r) => r.minted), "every block replayed");
+    assert.equal(last.verdict.thinkingRead, last.verdict.thinkingSent);
+  });
 });

@@ -346,6 +346,8 @@ export class FakeAnthropic {
    * holding a reply until pi's cache warming fires, by a condition, not a sleep).
    */
   hold: ((rec: Recorded) => Promise<void> | undefined) | undefined;
+  /** input_tokens each reply reports (default: the body's length / 4); pi's cache-warming economics read it. */
+  inputTokens: number | undefined;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => this.handle(req, res));
@@ -483,7 +485,7 @@ export class FakeAnthropic {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: Math.ceil(JSON.stringify(full).length / 4), output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        usage: { input_tokens: this.inputTokens ?? Math.ceil(JSON.stringify(full).length / 4), output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
         ...(hasBeta ? { input_transformations: verdict.transformations } : {}),
       },
     });
