@@ -93,6 +93,9 @@ export interface Recorded {
   warm: boolean;
   /** The response id (message id) of a reply. */
   responseId?: string;
+  /** The reply's stop_reason and its text, when it ended the turn. */
+  stopReason?: string;
+  finalText?: string;
 }
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -455,6 +458,8 @@ export class FakeAnthropic {
     }
     const plan: ReplyPlan = warm ? { blocks: [{ type: "text", text: "." }], stopReason: "max_tokens" } : reply(full, lastRead, verdict);
     rec.minted = plan.blocks.filter(isThinking).map(sigOf);
+    rec.stopReason = plan.stopReason;
+    if (plan.stopReason === "end_turn") rec.finalText = plan.blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join("");
     const responseId = `msg_${this.requests.length}`;
     rec.responseId = responseId;
     if (thread !== undefined) {
