@@ -3,6 +3,16 @@ import { sentShape, type SentShape } from "./sent-request.js";
 
 let installed = false;
 let tagging = false;
+let streamEvents = false;
+
+/**
+ * pi 1.x delivers the provider's raw stream events to extensions (provider_stream_event):
+ * from the first one on, input_transformations come from there (and pi's own diagnostics)
+ * and the wrapper stops tee-ing response streams.
+ */
+export function streamEventsDelivered(): void {
+  streamEvents = true;
+}
 let sink: ((transformations: unknown[]) => void) | undefined;
 let sentSink: ((shape: SentShape) => void) | undefined;
 
@@ -66,7 +76,7 @@ export function installFetchWrapper(): void {
       // never let the wrapper break a request: fall through unchanged
     }
     const res = await inner(input, nextInit);
-    if (!tagged || !res.ok || !res.body || !sink) return res;
+    if (!tagged || streamEvents || !res.ok || !res.body || !sink) return res;
     try {
       const [forPi, forUs] = res.body.tee();
       void readTransformations(forUs).then((t) => t && sink?.(t), () => {});

@@ -455,7 +455,10 @@ export function withDropBlock(request: Record<string, unknown>): Record<string, 
   const binding = isObject(thinking.block_binding) ? thinking.block_binding : {};
   // pi 1.6 sets block_binding itself on models that bind; its choice stands.
   if (binding.prefix_mismatch_behavior !== undefined) return request;
-  return { ...request, thinking: { ...thinking, block_binding: { ...binding, prefix_mismatch_behavior: "drop_block" } } };
+  const out: Record<string, unknown> = { ...request, thinking: { ...thinking, block_binding: { ...binding, prefix_mismatch_behavior: "drop_block" } } };
+  // pi 1.x sends its payload's `betas` as the anthropic-beta header: the beta rides there.
+  if (Array.isArray(request.betas) && !request.betas.includes(DROP_BLOCK_BETA)) out.betas = [...request.betas, DROP_BLOCK_BETA];
+  return out;
 }
 
 /**
