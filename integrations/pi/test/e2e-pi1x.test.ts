@@ -238,4 +238,29 @@ describe("pi 1.x built-in model + pi-bindery + bindery + fake Anthropic (threads
     assert.deepEqual(last.fullSignatures, real.flatMap((r) => r.minted), "every block replayed");
     assert.equal(last.verdict.thinkingRead, last.verdict.thinkingSent);
   });
+
+  // The fake judges as an enforced account on a binding model. pi 1.6 sends drop_block for
+  // every binding model in its catalog; with supportsMidConvoEffort turned off for the model
+  // (modelOverrides) it sends no block_binding and the account's default, a 400, applies.
+  test("the error mode under pi 1.x's body: built-in Opus 5.5 without pi's binding controls; a pruner's rewrite never reaches the provider stale, an unseen edit's 400 is released and the retry is clean", async (t) => {
+    const { d, home, seen } = await setup({ model: "claude-opus-5-5", threads: true, compat: { supportsMidConvoEffort: false } });
+    t.after(() => d.stop());
+    const prune = { extensions: [packageDir, pruner], env: { PRUNER_ACTIVE: "1" } };
+    ok(await home.run(["one tools:2"], { extensions: [packageDir, pruner] }), "run 1");
+    ok(await home.run(["-c", "two tools:1"], prune), "run 2 (the pruner rewrites run 1's tool results)");
+    const first = seen()[0];
+    assert.equal(first.body.thinking.type, "adaptive");
+    assert.equal(first.body.thinking.block_binding, undefined, "pi sends no block_binding for this model: the account's default (error) applies");
+    assert.deepEqual(seen().filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), [], "bindery stripped what the pruner invalidated");
+    assert.match(JSON.stringify(seen().map((r) => r.full.messages)), /pruned by test pruner/);
+    // An edit bindery cannot see (loaded after it): the provider's 400, the release, a clean retry.
+    const late = { extensions: [packageDir, pruner, payloadEditor], env: { PRUNER_ACTIVE: "1", PAYLOAD_EDIT: "1" } };
+    const mark = fake.requests.length;
+    const refused = await home.run(["-c", "three"], late);
+    assert.equal(fake.requests[mark].verdict.refusal, "prefix", "the provider refused the stale block");
+    assert.match(refused.stderr, /refused the thinking block at messages\.\d+\.content\.\d+; bindery released it/);
+    const mark2 = fake.requests.length;
+    ok(await home.run(["-c", "three, again tools:1"], late), "the retry");
+    assert.deepEqual(fake.requests.slice(mark2).filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), [], "clean after the release");
+  });
 });

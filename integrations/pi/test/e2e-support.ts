@@ -168,6 +168,8 @@ export interface BuiltinModel {
   model: string;
   threads?: boolean;
   promptCacheShortSeconds?: number;
+  /** More of pi's per-model compat flags (modelOverrides.<id>.compat). */
+  compat?: Record<string, unknown>;
 }
 
 /** An isolated pi installation: agent dir with models.json pointing at the fake, a work dir. */
@@ -183,7 +185,7 @@ export class PiHome {
     mkdirSync(this.agentDir, { recursive: true });
     mkdirSync(this.workDir, { recursive: true });
     const override: Record<string, unknown> = {};
-    if (builtin?.threads) override.compat = { supportsMessageThreads: true };
+    if (builtin?.threads || builtin?.compat) override.compat = { ...(builtin.threads ? { supportsMessageThreads: true } : {}), ...builtin.compat };
     if (builtin?.promptCacheShortSeconds) override.promptCache = { short: builtin.promptCacheShortSeconds, long: 3600 };
     if (builtin) {
       writeFileSync(join(this.agentDir, "models.json"), JSON.stringify({ providers: { anthropic: { baseUrl, modelOverrides: { [builtin.model]: override } } } }));
