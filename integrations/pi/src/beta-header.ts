@@ -1,26 +1,58 @@
 import { DROP_BLOCK_BETA } from "./bridge.js";
+import { sentShape, type SentShape } from "./sent-request.js";
 
 let installed = false;
+let tagging = false;
+let streamEvents = false;
+
+/**
+ * pi 1.x delivers the provider's raw stream events to extensions (provider_stream_event):
+ * from the first one on, input_transformations come from there (and pi's own diagnostics)
+ * and the wrapper stops tee-ing response streams.
+ */
+export function streamEventsDelivered(): void {
+  streamEvents = true;
+}
 let sink: ((transformations: unknown[]) => void) | undefined;
+let sentSink: ((shape: SentShape) => void) | undefined;
+
+/** Where the shape of each Messages body pi sends goes (the bridge, for path mapping). */
+export function onSentRequest(fn: (shape: SentShape) => void): void {
+  sentSink = fn;
+}
 
 /** Where the response's `input_transformations` go (the bridge, for the pending accept). */
 export function onInputTransformations(fn: (transformations: unknown[]) => void): void {
   sink = fn;
 }
 
+/** Turns on the drop_block beta header (below), the first time a session turns drop_block on. */
+export function installDropBlockHeader(): void {
+  tagging = true;
+  installFetchWrapper();
+}
+
 /**
- * pi builds the provider's headers before before_provider_request runs and gives
- * extensions no per-request header hook, so the drop_block beta rides on a fetch wrapper:
+ * The one fetch wrapper, installed when the extension loads. For every POST to a
+ * /v1/messages URL it hands the body's shape (sent-request.ts: whether pi trimmed it to a
+ * thread continue, its max_tokens, its thinking blocks' signatures) to the bridge, so paths
+ * the provider names can be mapped to the compiled request: no pi hook shows the body as
+ * sent. It never changes a body, and never fails a request: a wrapper error lets the
+ * request through unchanged.
+ *
+ * pi 0.x builds the provider's headers before before_provider_request runs and gives
+ * extensions no per-request header hook, so the drop_block beta rides on this wrapper too
+ * (pi 1.6's before_provider_headers would replace pi's own beta list, not extend it):
  * it touches only POSTs to a /v1/messages URL whose JSON body carries
  * `thinking.block_binding` (a field only this extension adds, only when the dropBlock
  * setting is on), and appends the beta to any anthropic-beta value pi already set.
  * With the beta the response reports the blocks the provider dropped in
  * `input_transformations`, which pi does not read: the wrapper reads them from a copy of
  * the stream (message_start, and a later message_delta after a server-side fallback) and
- * hands them on for the accept. Installed lazily, the first time a session turns
- * drop_block on.
+ * hands them on for the accept (pi 1.x reads them itself into the message's diagnostics,
+ * which the accept prefers).
  */
-export function installDropBlockHeader(): void {
+export function installFetchWrapper(): void {
   if (installed) return;
   installed = true;
   const inner = globalThis.fetch;
@@ -30,7 +62,9 @@ export function installDropBlockHeader(): void {
     try {
       const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
       const body = init?.body;
-      if (/\/v1\/messages(\?|$)/.test(url) && typeof body === "string" && body.includes('"block_binding"')) {
+      const messages = /\/v1\/messages(\?|$)/.test(url) && typeof body === "string";
+      if (messages && sentSink) sentSink(sentShape(body));
+      if (messages && tagging && body.includes('"block_binding"')) {
         const headers = new Headers(init?.headers);
         const betas = (headers.get("anthropic-beta") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
         if (!betas.includes(DROP_BLOCK_BETA)) betas.push(DROP_BLOCK_BETA);
@@ -42,7 +76,7 @@ export function installDropBlockHeader(): void {
       // never let the wrapper break a request: fall through unchanged
     }
     const res = await inner(input, nextInit);
-    if (!tagged || !res.ok || !res.body || !sink) return res;
+    if (!tagged || streamEvents || !res.ok || !res.body || !sink) return res;
     try {
       const [forPi, forUs] = res.body.tee();
       void readTransformations(forUs).then((t) => t && sink?.(t), () => {});

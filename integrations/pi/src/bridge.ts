@@ -1,6 +1,7 @@
 import { BinderyClient, BinderyError } from "./client.js";
 import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
 import type { BinderySettings } from "./settings.js";
+import { toCompiledPath, transformationsToCompiled, type SentShape } from "./sent-request.js";
 import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "./wire.js";
 
 export const STATUS_KEY = "bindery";
@@ -28,6 +29,8 @@ interface Pending {
   sent: Record<string, unknown>;
   /** Set when the request carried the beta that makes the response report drops. */
   transformations?: Deferred<unknown[] | undefined>;
+  /** The body pi actually sent for this compile, last seen by the fetch wrapper (a thread continue is trimmed). */
+  shape?: SentShape;
 }
 
 interface Deferred<T> {
@@ -61,6 +64,10 @@ export interface Counters {
   accepts: number;
   releases: number;
   failures: number;
+  /** Cache-warming requests compiled as dry runs (recorded nothing, never accepted). */
+  warms: number;
+  /** Paths from a trimmed thread request that could not be placed in the compiled request. */
+  unmapped: number;
 }
 
 /** Where this extension talks to pi's UI; a function so tests can capture it. */
@@ -88,7 +95,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  */
 export class BinderyBridge {
   readonly client: BinderyClient;
-  readonly counters: Counters = { compiles: 0, accepts: 0, releases: 0, failures: 0 };
+  readonly counters: Counters = { compiles: 0, accepts: 0, releases: 0, failures: 0, warms: 0, unmapped: 0 };
   private pending: Pending | undefined;
   /** The in-flight request's wait for input_transformations (outlives `pending` into the accept). */
   private expecting: Deferred<unknown[] | undefined> | undefined;
@@ -186,8 +193,12 @@ export class BinderyBridge {
    */
   async beforeProviderRequest(payload: unknown, ctx: PiContext): Promise<unknown> {
     if (!this.settings.enabled) return undefined;
-    // Only Anthropic Messages bodies carry signed thinking; others pass untouched.
+    // Only Anthropic Messages bodies are compiled: bindery would record a compile for a
+    // body it cannot read (Bedrock Converse, OpenAI chat). Gate on pi's model api, and on
+    // the body's shape for a host that names none.
+    if (ctx.model?.api !== undefined && ctx.model.api !== "anthropic-messages") return undefined;
     if (!isObject(payload) || !Array.isArray(payload.messages)) return undefined;
+    if (isCacheWarming(payload)) return this.warm(payload, ctx);
     const session = this.sessionFor(ctx);
     this.pending = undefined;
     this.expecting = undefined;
@@ -237,6 +248,55 @@ export class BinderyBridge {
   }
 
   /**
+   * A cache-warming re-send (pi 1.6: the last request again with max_tokens 1, through this
+   * same hook, never followed by message_end). It must reach the provider with the same
+   * thinking the real request had, or it warms a different prefix, so it is compiled; but
+   * as a dry run, which records nothing: it neither evicts a real compile nor becomes the
+   * branch's request, and the pending compile (a real request whose reply is still
+   * streaming) stays the one the next accept goes to.
+   */
+  private async warm(payload: Record<string, unknown>, ctx: PiContext): Promise<unknown> {
+    const session = this.sessionFor(ctx);
+    const branch = ctx.sessionManager.getLeafId() ?? undefined;
+    try {
+      const answer = await this.client.call<CompileAnswer>(
+        "POST",
+        "/v1/compile",
+        { conversation: session.id, branch, sessionFile: ctx.sessionManager.getSessionFile(), parent: parentBranch(ctx, session, branch), request: payload, dryRun: true, return: "request" },
+        this.settings.compileTimeoutMs,
+        ctx.signal,
+      );
+      if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
+        throw new BinderyError("protocol", "bindery /v1/compile (dry run): answer carries no rewritten request");
+      }
+      this.counters.warms++;
+      this.succeeded(ctx);
+      let out = answer.request as Record<string, unknown>;
+      if (session.dropBlock && this.routeAcceptsDropBlock(ctx.model)) out = withDropBlock(out);
+      return out;
+    } catch (err) {
+      if (err instanceof BinderyError && err.kind === "aborted") return undefined;
+      this.fail(ctx, "compile", err);
+      const out = this.settings.failOpen ? payload : stripAllThinking(payload);
+      return out === payload ? undefined : out;
+    }
+  }
+
+  /**
+   * The shape of a body pi is sending (from the fetch wrapper). It belongs to the pending
+   * compile unless its max_tokens differs (a cache-warming re-send of the same messages);
+   * a later send for the same compile (pi replaying a refused thread continue as a create)
+   * replaces an earlier one: the last body sent is the one the response answers.
+   */
+  receiveSent(shape: SentShape): void {
+    const p = this.pending;
+    if (!p) return;
+    const want = typeof p.sent.max_tokens === "number" ? p.sent.max_tokens : undefined;
+    if (shape.maxTokens !== undefined && want !== undefined && shape.maxTokens !== want) return;
+    p.shape = shape;
+  }
+
+  /**
    * message_end: for the assistant message answering the pending compile, accept it (a
    * reply) or release the refused block (a prefix-binding 400). Runs before pi appends the
    * message to the session file. The accept runs in the background: pi's loop never waits
@@ -254,7 +314,13 @@ export class BinderyBridge {
     if (m.stopReason === "error") {
       const refusal = parseBindingRefusal(m.errorMessage);
       if (!refusal) return undefined;
-      return this.track(this.release(pending, refusal.path, ctx, session));
+      const mapped = toCompiledPath(refusal.path, pending.shape, pending.sent);
+      if ("unmapped" in mapped) {
+        this.counters.unmapped++;
+        this.reporter.notify(ctx, `bindery: the provider refused a thinking block in a trimmed thread request, but it could not be placed in the full request (${mapped.unmapped}); nothing released.`, "warning");
+        return undefined;
+      }
+      return this.track(this.release(pending, mapped.path, ctx, session));
     }
     if (m.stopReason === "aborted") return undefined; // never replayed by pi; nothing to stamp
     return this.track(this.accept(pending, m, ctx));
@@ -278,6 +344,10 @@ export class BinderyBridge {
         new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), TRANSFORMATIONS_WAIT_MS))),
       ]);
       clearTimeout(timer);
+    }
+    if (inputTransformations) {
+      // Paths in a trimmed thread request count from its first message: move them to the compiled request.
+      inputTransformations = transformationsToCompiled(inputTransformations, pending.shape, pending.sent, () => this.counters.unmapped++);
     }
     try {
       await this.client.call(
@@ -376,11 +446,25 @@ function recordedDropBlock(ctx: PiContext): boolean {
 
 /**
  * Adds `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` when the request
- * enables thinking (the field is accepted with type "enabled" and "adaptive").
+ * enables thinking (the field is accepted with type "enabled" and "adaptive") and says
+ * nothing about it yet.
  */
 export function withDropBlock(request: Record<string, unknown>): Record<string, unknown> {
   const thinking = request.thinking;
   if (!isObject(thinking) || (thinking.type !== "enabled" && thinking.type !== "adaptive")) return request;
   const binding = isObject(thinking.block_binding) ? thinking.block_binding : {};
-  return { ...request, thinking: { ...thinking, block_binding: { ...binding, prefix_mismatch_behavior: "drop_block" } } };
+  // pi 1.6 sets block_binding itself on models that bind; its choice stands.
+  if (binding.prefix_mismatch_behavior !== undefined) return request;
+  const out: Record<string, unknown> = { ...request, thinking: { ...thinking, block_binding: { ...binding, prefix_mismatch_behavior: "drop_block" } } };
+  // pi 1.x sends its payload's `betas` as the anthropic-beta header: the beta rides there.
+  if (Array.isArray(request.betas) && !request.betas.includes(DROP_BLOCK_BETA)) out.betas = [...request.betas, DROP_BLOCK_BETA];
+  return out;
+}
+
+/**
+ * pi 1.6's cache warming re-sends the last request with a one-token cap
+ * (`getCacheWarmingRequestOptions`: maxTokens 1); no real turn asks for one token.
+ */
+export function isCacheWarming(payload: Record<string, unknown>): boolean {
+  return payload.max_tokens === 1;
 }

@@ -2,7 +2,7 @@
  * pi-bindery: routes every Anthropic request pi makes through the bindery daemon, so pi
  * replays exactly the signed thinking the provider will accept.
  *
- * Hooks (pi-coding-agent 0.73 shapes):
+ * Hooks (pi-coding-agent 0.73 shapes, unchanged in 1.x; 1.x-only hooks marked):
  * - before_provider_request {payload}: pi's final provider params. POST /v1/compile with
  *   the session id, leaf id and session file; return bindery's rewritten request.
  *   pi runs every `context` handler (where pruners such as pi-condense rewrite history)
@@ -12,10 +12,14 @@
  * - message_end {message}: for the assistant message answering the compile, POST
  *   /v1/accept with the reply in wire shape, or, on a prefix-binding 400 (stopReason
  *   "error"), POST /v1/release with the path the provider named.
+ * - provider_stream_event (pi 1.x): input_transformations from the raw stream.
  * - session_start: reset the per-session footer counters.
+ * A fetch wrapper (beta-header.ts), installed at load, reads the body pi actually sends
+ * (pi 1.x trims a thread continue after the payload hook; no hook shows it) and, on pi
+ * 0.x, adds the drop_block beta header and reads drops from a copy of the stream.
  */
 import { BinderyBridge, ENTRY_TYPE, STATUS_KEY, piReporter } from "./bridge.js";
-import { installDropBlockHeader, onInputTransformations } from "./beta-header.js";
+import { installDropBlockHeader, installFetchWrapper, onInputTransformations, onSentRequest, streamEventsDelivered } from "./beta-header.js";
 import type { PiContext, PiExtensionAPI } from "./pi-types.js";
 import { loadSettings } from "./settings.js";
 
@@ -26,6 +30,10 @@ export default function bindery(pi: PiExtensionAPI): void {
     if (persist) pi.appendEntry(ENTRY_TYPE, { dropBlock: true });
   });
   onInputTransformations((t) => bridge.receiveTransformations(t));
+  if (settings.enabled) {
+    onSentRequest((shape) => bridge.receiveSent(shape));
+    installFetchWrapper();
+  }
   let warned = false;
 
   pi.on("session_start", (_event: unknown, ctx: PiContext) => {
@@ -43,6 +51,16 @@ export default function bindery(pi: PiExtensionAPI): void {
   pi.on("before_provider_request", (event: { payload: unknown }, ctx: PiContext) =>
     bridge.beforeProviderRequest(event.payload, ctx),
   );
+
+  // pi 1.x: the provider's raw stream events. input_transformations ride on message_start
+  // (and on a message_delta after a server-side fallback); reading them here replaces
+  // tee-ing the response stream in the fetch wrapper (pi 0.x has no such hook).
+  pi.on("provider_stream_event", (event: { data?: { type?: string; message?: { input_transformations?: unknown }; input_transformations?: unknown } }) => {
+    streamEventsDelivered();
+    const d = event?.data;
+    const t = d?.type === "message_start" ? d.message?.input_transformations : d?.type === "message_delta" ? d.input_transformations : undefined;
+    if (Array.isArray(t)) bridge.receiveTransformations(t);
+  });
 
   pi.on("message_end", (event: { message: unknown }, ctx: PiContext) => {
     // Not awaited: accept and release run off pi's loop; pi appends the message now.

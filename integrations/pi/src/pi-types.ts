@@ -27,6 +27,10 @@ export interface PiUsage {
   cacheRead: number;
   cacheWrite: number;
   totalTokens?: number;
+  /** pi 1.x: the part of cacheWrite written at the 1-hour lifetime. */
+  cacheWrite1h?: number;
+  /** pi 1.x: thinking tokens (a part of output). */
+  reasoning?: number;
 }
 
 /** pi-ai's AssistantMessage (the `message` of message_end when role is assistant). */

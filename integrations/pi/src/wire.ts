@@ -79,15 +79,24 @@ export function toWireReply(message: PiAssistantMessage, sentRequest?: { tools?:
   return { role: "assistant", content };
 }
 
-/** pi's usage back in the response's field names. */
-export function toWireUsage(u: PiUsage | undefined): Record<string, number> | undefined {
+/**
+ * pi's usage back in the response's field names. pi 1.x adds `cacheWrite1h` (the part of
+ * the cache write at the 1-hour lifetime: the response's cache_creation breakdown) and
+ * `reasoning` (thinking tokens, a part of output_tokens); they go back where the response had them.
+ */
+export function toWireUsage(u: PiUsage | undefined): Record<string, unknown> | undefined {
   if (!u) return undefined;
-  return {
+  const out: Record<string, unknown> = {
     input_tokens: u.input ?? 0,
     output_tokens: u.output ?? 0,
     cache_read_input_tokens: u.cacheRead ?? 0,
     cache_creation_input_tokens: u.cacheWrite ?? 0,
   };
+  if (typeof u.cacheWrite1h === "number") {
+    out.cache_creation = { ephemeral_1h_input_tokens: u.cacheWrite1h, ephemeral_5m_input_tokens: Math.max(0, (u.cacheWrite ?? 0) - u.cacheWrite1h) };
+  }
+  if (typeof u.reasoning === "number") out.output_tokens_details = { thinking_tokens: u.reasoning };
+  return out;
 }
 
 function isThinking(b: unknown): boolean {

@@ -48,7 +48,7 @@ test("compile sends session, leaf, file and payload; the answer's request is wha
     },
     usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 30, cache_creation_input_tokens: 40 },
   });
-  assert.deepEqual(b.counters, { compiles: 1, accepts: 1, releases: 0, failures: 0 });
+  assert.deepEqual(b.counters, { compiles: 1, accepts: 1, releases: 0, failures: 0, warms: 0, unmapped: 0 });
   assert.equal(ctx.notes.length, 0);
 });
 
@@ -336,4 +336,107 @@ test("accept failure after a good compile is counted and never thrown into pi", 
   await b.messageEnd(sampleReply(), ctx);
   assert.equal(b.counters.failures, 1);
   assert.match(b.lastError()!, /404 unknown_compile forgotten/);
+});
+
+test("only Anthropic Messages bodies are compiled: another api passes untouched, with no call", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  ctx.model = { id: "anthropic.claude-opus-5", api: "bedrock-converse-stream", provider: "amazon-bedrock" };
+  // A Converse body has a messages array too: the api decides, not the shape.
+  assert.equal(await b.beforeProviderRequest({ modelId: "x", messages: [{ role: "user", content: [{ text: "hi" }] }] }, ctx), undefined);
+  ctx.model = { id: "gpt", api: "openai-completions", provider: "openai" };
+  assert.equal(await b.beforeProviderRequest({ model: "gpt", messages: [{ role: "user", content: "hi" }] }, ctx), undefined);
+  assert.deepEqual(d.paths(), []);
+  assert.equal(b.counters.compiles, 0);
+});
+
+test("a cache-warming re-send (max_tokens 1) is a dry-run compile: the pending compile keeps the accept", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  let n = 0;
+  d.handler = (call, res) => {
+    if (call.path !== "/v1/compile") return json(res, 200, { accepted: true });
+    const body = call.body as { request: unknown; dryRun?: boolean };
+    return json(res, 200, { compileId: body.dryRun ? "d_warm" : `c${++n}`, engaged: true, strips: [], request: body.request });
+  };
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const real = samplePayload();
+  await b.beforeProviderRequest(real, ctx);
+  // The fetch wrapper sees the real body, then (while the reply streams) a warm one.
+  b.receiveSent({ continued: false, maxTokens: 32000, messages: -1, signatures: new Map() });
+  const warm = { ...samplePayload(), max_tokens: 1 };
+  const out = await b.beforeProviderRequest(warm, ctx);
+  assert.deepEqual(out, warm);
+  assert.equal((d.calls[1].body as { dryRun?: boolean }).dryRun, true);
+  b.receiveSent({ continued: true, maxTokens: 1, messages: 1, signatures: new Map() });
+  await b.messageEnd(sampleReply(), ctx);
+  assert.deepEqual(d.paths(), ["/v1/compile", "/v1/compile", "/v1/accept"]);
+  assert.equal((d.calls[2].body as { compileId: string }).compileId, "c1", "the accept goes to the compile whose request was sent");
+  assert.equal(b.counters.warms, 1);
+  assert.equal(b.counters.compiles, 1);
+});
+
+test("the payload hook twice for one reply (strict-tool fallback): the accept goes to the second compile", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  let n = 0;
+  d.handler = (call, res) =>
+    call.path === "/v1/compile"
+      ? json(res, 200, { compileId: `c${++n}`, engaged: true, strips: [], request: (call.body as { request: unknown }).request })
+      : json(res, 200, { accepted: true });
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  await b.beforeProviderRequest(samplePayload(), ctx);
+  await b.messageEnd(sampleReply(), ctx);
+  assert.equal((d.calls[2].body as { compileId: string }).compileId, "c2");
+});
+
+test("a 400 and a drop named in a trimmed thread continue land on the compiled request's block", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = (call, res) =>
+    call.path === "/v1/compile"
+      ? json(res, 200, { compileId: "c1", engaged: true, strips: [], request: (call.body as { request: unknown }).request })
+      : json(res, 200, { accepted: true, released: 1 });
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const full = samplePayload();
+  full.messages.push(
+    { role: "assistant", content: [{ type: "thinking", thinking: "t2", signature: "SIG2" }, { type: "text", text: "ok" }] },
+    { role: "user", content: [{ type: "text", text: "more" }] },
+  );
+  const trimmed = { continued: true, maxTokens: 32000, messages: 2, signatures: new Map([["messages.0.content.0", "SIG2"]]) };
+  await b.beforeProviderRequest(full, ctx);
+  b.receiveSent(trimmed);
+  const refused = BOUND_400.replace("messages.1.content.0", "messages.0.content.0");
+  await b.messageEnd(sampleReply({ stopReason: "error", errorMessage: refused, content: [] }), ctx);
+  assert.equal(d.calls[1].path, "/v1/release");
+  assert.equal((d.calls[1].body as { path: string }).path, "messages.3.content.0");
+
+  await b.beforeProviderRequest(full, ctx);
+  b.receiveSent(trimmed);
+  const diag = [{ type: "anthropic_input_transformations", details: { transformations: [{ type: "thinking_dropped", path: "messages.0.content.0", reason: "prefix_binding_mismatch" }] } }];
+  await b.messageEnd(sampleReply({ diagnostics: diag }), ctx);
+  assert.equal(d.calls[3].path, "/v1/accept");
+  assert.deepEqual((d.calls[3].body as { inputTransformations: unknown }).inputTransformations, [
+    { type: "thinking_dropped", path: "messages.3.content.0", reason: "prefix_binding_mismatch" },
+  ]);
+
+  // A refusal whose block is not in the compiled request releases nothing, and says so.
+  await b.beforeProviderRequest(full, ctx);
+  b.receiveSent({ ...trimmed, signatures: new Map([["messages.0.content.0", "OTHER"]]) });
+  await b.messageEnd(sampleReply({ stopReason: "error", errorMessage: refused, content: [] }), ctx);
+  assert.equal(d.calls.length, 5, "no release call");
+  assert.equal(b.counters.unmapped, 1);
+  assert.match(ctx.notes.at(-1)!.message, /could not be placed/);
+});
+
+test("pi's own block_binding is left as pi set it", async () => {
+  const { withDropBlock } = await import("../src/bridge.js");
+  const r = { thinking: { type: "adaptive", block_binding: { prefix_mismatch_behavior: "error" } } };
+  assert.equal(withDropBlock(r), r);
 });

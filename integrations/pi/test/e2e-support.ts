@@ -16,6 +16,11 @@ export const fixtures = join(packageDir, "test", "fixtures");
 // pi's CLI from the devDependency (its exports map hides the path from resolve); PI_CLI overrides.
 export const piCli = process.env.PI_CLI ?? join(packageDir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
 export const MODEL = "claude-fable-5-2";
+/** The pi line under test (ci.sh sets it from pi-lines.json); the devDependency's 0.73 otherwise. */
+export const piLine = process.env.PI_LINE ?? "pi-0.73";
+export const piVersion = process.env.PI_VERSION ?? "0.73.1";
+/** pi 1.x: built-in models send pi's own binding controls and use message threads. */
+export const piIs1x = /^1\./.test(piVersion);
 
 function post(socketPath: string, path: string, body: unknown, timeoutMs = 3000): Promise<{ status: number; body: any }> {
   return new Promise((res, rej) => {
@@ -152,16 +157,41 @@ export interface PiRun {
   stderr: string;
 }
 
+/**
+ * pi 1.x's built-in model `model`, routed to the fake by `baseUrl` only, as a user points
+ * pi at a proxy: models.json overrides the anthropic provider's baseUrl (which applies to
+ * its built-in models) and, through `modelOverrides`, what pi reads per model:
+ * `compat.supportsMessageThreads` (threads are on by default only when baseUrl contains
+ * api.anthropic.com) and `promptCache.short` (the cache lifetime cache warming is timed from).
+ */
+export interface BuiltinModel {
+  model: string;
+  threads?: boolean;
+  promptCacheShortSeconds?: number;
+  /** More of pi's per-model compat flags (modelOverrides.<id>.compat). */
+  compat?: Record<string, unknown>;
+}
+
 /** An isolated pi installation: agent dir with models.json pointing at the fake, a work dir. */
 export class PiHome {
   readonly agentDir: string;
   readonly workDir: string;
+  readonly model: string;
 
-  constructor(root: string, baseUrl: string, bindery: Record<string, unknown>, agentDir?: string) {
+  constructor(root: string, baseUrl: string, bindery: Record<string, unknown>, agentDir?: string, builtin?: BuiltinModel, settings: Record<string, unknown> = {}) {
     this.agentDir = agentDir ?? join(root, "agent");
     this.workDir = join(root, "work");
+    this.model = builtin?.model ?? MODEL;
     mkdirSync(this.agentDir, { recursive: true });
     mkdirSync(this.workDir, { recursive: true });
+    const override: Record<string, unknown> = {};
+    if (builtin?.threads || builtin?.compat) override.compat = { ...(builtin.threads ? { supportsMessageThreads: true } : {}), ...builtin.compat };
+    if (builtin?.promptCacheShortSeconds) override.promptCache = { short: builtin.promptCacheShortSeconds, long: 3600 };
+    if (builtin) {
+      writeFileSync(join(this.agentDir, "models.json"), JSON.stringify({ providers: { anthropic: { baseUrl, modelOverrides: { [builtin.model]: override } } } }));
+      writeFileSync(join(this.agentDir, "settings.json"), JSON.stringify({ ...settings, bindery }));
+      return;
+    }
     writeFileSync(
       join(this.agentDir, "models.json"),
       JSON.stringify({
@@ -175,13 +205,13 @@ export class PiHome {
         },
       }),
     );
-    writeFileSync(join(this.agentDir, "settings.json"), JSON.stringify({ bindery }));
+    writeFileSync(join(this.agentDir, "settings.json"), JSON.stringify({ ...settings, bindery }));
   }
 
   /** pi -p with the given extensions in that order (they load in -e order). */
   run(args: string[], opts: { extensions?: string[]; env?: Record<string, string> } = {}): Promise<PiRun> {
     const ext = (opts.extensions ?? [packageDir]).flatMap((e) => ["-e", e]);
-    const argv = [piCli, "--provider", "anthropic", "--model", MODEL, "--thinking", "high", "--no-extensions", ...ext, "-p", ...args];
+    const argv = [piCli, "--provider", "anthropic", "--model", this.model, "--thinking", "high", "--no-extensions", ...ext, "-p", ...args];
     return new Promise((res) => {
       const p = spawn(process.execPath, argv, {
         cwd: this.workDir,

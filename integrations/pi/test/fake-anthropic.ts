@@ -16,6 +16,19 @@
  * - The latest assistant message's thinking run must be all of what the model emitted, or none.
  * - `thinking.block_binding` without the `thinking-binding-controls-2026-08-01` beta is a 400.
  *
+ * - Message threads (beta `message-threads-2026-08-12`, the provider's "Message threads" page):
+ *   `thread: {type: "create"}` stores the conversation (system, tools, the messages as the
+ *   model read them, and the reply) under the response id; `thread: {type: "continue",
+ *   previous_message_id}` sends only the messages since, without system and tools. The fake
+ *   judges the RECONSTRUCTED conversation, and names paths (in a 400 and in
+ *   input_transformations) counting from the start of the messages actually sent. A thread
+ *   expires 5 minutes after its last request (`expiryMs`, against the injectable `now()`);
+ *   each reply can be continued once; a continue it cannot serve is a 404 with
+ *   `error.details.error_code` (`thread_not_found`, `thread_already_continued`), which pi
+ *   answers by replaying the request with `create`.
+ * - A request with `max_tokens: 1` (pi's cache warming) gets one text token and
+ *   `stop_reason: "max_tokens"`, no thinking.
+ *
  * Replies are scripted by the last user text: `tools:K` runs K tool rounds (bash echo)
  * before the final text, `double` emits two thinking blocks per reply, `redacted` makes the
  * first one redacted_thinking. Every reply's final text says how many thinking blocks it read.
@@ -25,6 +38,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 
 export const BETA = "thinking-binding-controls-2026-08-01";
+export const THREADS_BETA = "message-threads-2026-08-12";
 const KEY = "fake-anthropic-signing-key";
 
 type Json = any;
@@ -51,6 +65,12 @@ export interface Verdict {
   /** Blocks the model read (sent minus dropped). */
   thinkingRead: number;
   transformations: { type: string; path: string; reason: string }[];
+  /**
+   * The most blocks any choice among the sent ones could have had read: walking them in
+   * order, keeping each block whose prefix holds and whose predecessor is the last kept.
+   * What a perfect replayer achieves with the blocks the host had.
+   */
+  maxReadable: number;
 }
 
 export interface Recorded {
@@ -61,6 +81,21 @@ export interface Recorded {
   signatures: string[];
   /** Signatures the reply minted. */
   minted: string[];
+  /** The request's `thread` field, if any. */
+  thread?: { type: string; previous_message_id?: string };
+  /** Messages of the conversation the continue built on (0 without a continue). */
+  offset: number;
+  /** The conversation judged: the body, or for a continue the thread's stored one plus the body. */
+  full: any;
+  /** Signatures of every thinking block in the reconstructed conversation, in order. */
+  fullSignatures: string[];
+  /** A cache-warming request (max_tokens 1). */
+  warm: boolean;
+  /** The response id (message id) of a reply. */
+  responseId?: string;
+  /** The reply's stop_reason and its text, when it ended the turn. */
+  stopReason?: string;
+  finalText?: string;
 }
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -93,6 +128,7 @@ function unmark(b: Block): Block {
 function normMessage(m: Message, upTo?: number): unknown {
   const { content, ...rest } = m;
   if (typeof content === "string") return { ...rest, content };
+  if (!Array.isArray(content)) return { ...rest };
   const blocks = (upTo === undefined ? content : content.slice(0, upTo)).filter((b) => !isThinking(b)).map(unmark);
   return { ...rest, content: blocks };
 }
@@ -141,7 +177,12 @@ interface Judged {
   lastRead: string | undefined;
 }
 
-export function judge(body: any, headers: Record<string, string | string[] | undefined>): Judged {
+/**
+ * Judges `body` (for a continue, the reconstructed conversation); paths are reported
+ * counting from message `offset` (the first message the request actually sent).
+ */
+export function judge(body: any, headers: Record<string, string | string[] | undefined>, offset = 0): Judged {
+  const at = (n: number, m: number) => `messages.${n - offset}.content.${m}`;
   const betaHeader = String(headers["anthropic-beta"] ?? "").split(",").map((s) => s.trim());
   const hasBeta = betaHeader.includes(BETA);
   const messages: Message[] = Array.isArray(body?.messages) ? body.messages : [];
@@ -149,7 +190,7 @@ export function judge(body: any, headers: Record<string, string | string[] | und
   messages.forEach((msg, n) => {
     if (Array.isArray(msg.content)) msg.content.forEach((b, m) => isThinking(b) && blocks.push({ n, m, b }));
   });
-  const base = { thinkingSent: blocks.length, thinkingRead: 0, transformations: [] as Verdict["transformations"] };
+  const base = { thinkingSent: blocks.length, thinkingRead: 0, transformations: [] as Verdict["transformations"], maxReadable: 0 };
   const refuse = (refusal: Verdict["refusal"], error: string): Judged => ({
     verdict: { ...base, status: 400, error, refusal },
     lastRead: undefined,
@@ -163,7 +204,7 @@ export function judge(body: any, headers: Record<string, string | string[] | und
   for (const { n, m, b } of blocks) {
     const s = decodeSig(sigOf(b));
     if (!s || (b.type === "thinking" && s.t !== short(textOf(b)))) {
-      return refuse("signature", `messages.${n}.content.${m}: Invalid \`signature\` in \`thinking\` block.`);
+      return refuse("signature", `${at(n, m)}: Invalid \`signature\` in \`thinking\` block.`);
     }
     sigs.push(s);
   }
@@ -178,8 +219,18 @@ export function judge(body: any, headers: Record<string, string | string[] | und
     if (!whole) {
       return refuse(
         "latest",
-        `messages.${latest}.content.${inLatest[0].m}: thinking or redacted_thinking blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`,
+        `${at(latest, inLatest[0].m)}: thinking or redacted_thinking blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`,
       );
+    }
+  }
+
+  // The provider's maximum: skip a failing block instead of stopping at it.
+  let best: string | undefined;
+  for (let k = 0; k < blocks.length; k++) {
+    const { n, m, b } = blocks[k];
+    if (sigs[k].p === prefixDigest(body, messages, n, m) && (best === undefined || sigs[k].q === short(best))) {
+      best = sigOf(b);
+      base.maxReadable++;
     }
   }
 
@@ -195,9 +246,9 @@ export function judge(body: any, headers: Record<string, string | string[] | und
       read++;
       continue;
     }
-    if (mode !== "drop_block") return refuse("prefix", BOUND(`messages.${n}.content.${m}`, hasBeta));
+    if (mode !== "drop_block") return refuse("prefix", BOUND(at(n, m), hasBeta));
     for (let j = k; j < blocks.length; j++) {
-      base.transformations.push({ type: "thinking_dropped", path: `messages.${blocks[j].n}.content.${blocks[j].m}`, reason: "prefix_binding_mismatch" });
+      base.transformations.push({ type: "thinking_dropped", path: at(blocks[j].n, blocks[j].m), reason: "prefix_binding_mismatch" });
     }
     break;
   }
@@ -267,10 +318,39 @@ function sse(res: ServerResponse, event: string, data: unknown): void {
   res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
+/** A thread as the provider stores it: the conversation as the model read it, and its reply. */
+interface StoredThread {
+  system: unknown;
+  tools: unknown;
+  model: string;
+  /** Messages the model read (dropped thinking removed), then the reply. */
+  messages: Message[];
+  lastAt: number;
+  continued: boolean;
+}
+
+const sigsIn = (messages: Message[] | undefined) => {
+  const out: string[] = [];
+  for (const m of messages ?? []) if (Array.isArray(m.content)) for (const b of m.content) if (isThinking(b)) out.push(sigOf(b));
+  return out;
+};
+
 export class FakeAnthropic {
   readonly requests: Recorded[] = [];
   private server: Server | undefined;
+  private readonly threads = new Map<string, StoredThread>();
   baseUrl = "";
+  /** The provider's clock (tests move it to expire threads). */
+  now: () => number = () => Date.now();
+  /** A thread expires this long after its last request. */
+  expiryMs = 5 * 60_000;
+  /**
+   * Called before a reply is sent; the reply waits for the promise it returns (a test
+   * holding a reply until pi's cache warming fires, by a condition, not a sleep).
+   */
+  hold: ((rec: Recorded) => Promise<void> | undefined) | undefined;
+  /** input_tokens each reply reports (default: the body's length / 4); pi's cache-warming economics read it. */
+  inputTokens: number | undefined;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => this.handle(req, res));
@@ -290,70 +370,154 @@ export class FakeAnthropic {
     return this.requests.filter((r) => r.verdict.status === 400);
   }
 
+  /** Expires every stored thread (as if 5 minutes passed since each one's last request). */
+  expireThreads(): void {
+    for (const t of this.threads.values()) t.lastAt = -Infinity;
+  }
+
+  private error(res: ServerResponse, status: number, type: string, message: string, code?: string): void {
+    res.writeHead(status, { "content-type": "application/json", "request-id": `req_fake_${this.requests.length}` });
+    res.end(JSON.stringify({ type: "error", error: { type, message, ...(code ? { details: { error_code: code } } : {}) } }));
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
-        res.writeHead(404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `${req.method} ${req.url}` } }));
+    req.on("end", () => void this.answer(req, res, chunks));
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): Promise<void> {
+    if (req.method !== "POST" || !req.url?.startsWith("/v1/messages")) {
+      this.error(res, 404, "not_found_error", `${req.method} ${req.url}`);
+      return;
+    }
+    let body: any;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      this.error(res, 400, "invalid_request_error", "body is not JSON");
+      return;
+    }
+    const betas = String(req.headers["anthropic-beta"] ?? "").split(",").map((x) => x.trim());
+    const thread = body?.thread as Recorded["thread"];
+    let full = body;
+    let offset = 0;
+    let stored: StoredThread | undefined;
+    if (thread !== undefined) {
+      if (!betas.includes(THREADS_BETA)) {
+        this.error(res, 400, "invalid_request_error", "thread: Extra inputs are not permitted");
         return;
       }
-      let body: any;
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      } catch {
-        res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "body is not JSON" } }));
-        return;
-      }
-      const { verdict, lastRead } = judge(body, req.headers);
-      const signatures: string[] = [];
-      for (const m of body.messages ?? []) if (Array.isArray(m.content)) for (const b of m.content) if (isThinking(b)) signatures.push(sigOf(b));
-      const rec: Recorded = { body, headers: req.headers, verdict, signatures, minted: [] };
-      this.requests.push(rec);
-      if (verdict.status !== 200) {
-        res.writeHead(verdict.status, { "content-type": "application/json", "request-id": `req_fake_${this.requests.length}` });
-        res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: verdict.error } }));
-        return;
-      }
-      const plan = reply(body, lastRead, verdict);
-      rec.minted = plan.blocks.filter(isThinking).map(sigOf);
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": `req_fake_${this.requests.length}` });
-      const hasBeta = String(req.headers["anthropic-beta"] ?? "").includes(BETA);
-      sse(res, "message_start", {
-        type: "message_start",
-        message: {
-          id: `msg_${this.requests.length}`,
-          type: "message",
-          role: "assistant",
-          model: body.model,
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { input_tokens: Math.ceil(JSON.stringify(body).length / 4), output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
-          ...(hasBeta ? { input_transformations: verdict.transformations } : {}),
-        },
-      });
-      plan.blocks.forEach((b, index) => {
-        if (b.type === "thinking") {
-          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } });
-          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: b.thinking } });
-          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "signature_delta", signature: b.signature } });
-        } else if (b.type === "redacted_thinking") {
-          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "redacted_thinking", data: b.data } });
-        } else if (b.type === "text") {
-          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
-          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: b.text } });
-        } else if (b.type === "tool_use") {
-          sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: b.id, name: b.name, input: {} } });
-          sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(b.input) } });
+      if (thread.type === "continue") {
+        const id = String(thread.previous_message_id ?? "");
+        stored = this.threads.get(id);
+        if (!stored || this.now() - stored.lastAt > this.expiryMs) {
+          this.recordRejected(body, req, thread);
+          this.error(res, 404, "not_found_error", `thread ${id} not found (expired or never created)`, "thread_not_found");
+          return;
         }
-        sse(res, "content_block_stop", { type: "content_block_stop", index });
+        if (stored.continued) {
+          this.recordRejected(body, req, thread);
+          this.error(res, 404, "not_found_error", `message ${id} was already continued`, "thread_already_continued");
+          return;
+        }
+        if (body.system !== undefined || body.tools !== undefined || body.model !== stored.model) {
+          this.recordRejected(body, req, thread);
+          this.error(res, 400, "invalid_request_error", "a continue keeps the thread's model, system and tools", "thread_fingerprint_mismatch");
+          return;
+        }
+        offset = stored.messages.length;
+        full = { ...body, system: stored.system, tools: stored.tools, messages: [...stored.messages, ...(body.messages ?? [])] };
+      } else if (thread.type !== "create") {
+        this.error(res, 400, "invalid_request_error", `thread.type: unknown value ${JSON.stringify(thread.type)}`);
+        return;
+      }
+    }
+    const { verdict, lastRead } = judge(full, req.headers, offset);
+    const warm = body.max_tokens === 1;
+    const rec: Recorded = {
+      body,
+      headers: req.headers,
+      verdict,
+      signatures: sigsIn(body.messages),
+      minted: [],
+      thread,
+      offset,
+      full,
+      fullSignatures: sigsIn(full.messages),
+      warm,
+    };
+    this.requests.push(rec);
+    if (verdict.status !== 200) {
+      this.error(res, verdict.status, "invalid_request_error", verdict.error ?? "refused");
+      return;
+    }
+    if (stored) {
+      stored.continued = true;
+      stored.lastAt = this.now();
+    }
+    const plan: ReplyPlan = warm ? { blocks: [{ type: "text", text: "." }], stopReason: "max_tokens" } : reply(full, lastRead, verdict);
+    rec.minted = plan.blocks.filter(isThinking).map(sigOf);
+    rec.stopReason = plan.stopReason;
+    if (plan.stopReason === "end_turn") rec.finalText = plan.blocks.filter((b) => b.type === "text").map((b) => String(b.text)).join("");
+    const responseId = `msg_${this.requests.length}`;
+    rec.responseId = responseId;
+    if (thread !== undefined) {
+      // The thread holds the conversation as the model read it: dropped blocks are gone.
+      const dropped = new Set(verdict.transformations.map((t) => t.path));
+      const read = (full.messages as Message[]).map((m, n) =>
+        Array.isArray(m.content) ? { ...m, content: m.content.filter((_b, k) => !dropped.has(`messages.${n - offset}.content.${k}`)) } : m,
+      );
+      this.threads.set(responseId, {
+        system: full.system,
+        tools: full.tools,
+        model: full.model,
+        messages: [...read, { role: "assistant", content: plan.blocks }],
+        lastAt: this.now(),
+        continued: false,
       });
-      sse(res, "message_delta", { type: "message_delta", delta: { stop_reason: plan.stopReason, stop_sequence: null }, usage: { output_tokens: 20 } });
-      sse(res, "message_stop", { type: "message_stop" });
-      res.end();
+    }
+    await this.hold?.(rec);
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": `req_fake_${this.requests.length}` });
+    const hasBeta = betas.includes(BETA);
+    sse(res, "message_start", {
+      type: "message_start",
+      message: {
+        id: responseId,
+        type: "message",
+        role: "assistant",
+        model: body.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: this.inputTokens ?? Math.ceil(JSON.stringify(full).length / 4), output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        ...(hasBeta ? { input_transformations: verdict.transformations } : {}),
+      },
     });
+    plan.blocks.forEach((b, index) => {
+      if (b.type === "thinking") {
+        sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } });
+        sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: b.thinking } });
+        sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "signature_delta", signature: b.signature } });
+      } else if (b.type === "redacted_thinking") {
+        sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "redacted_thinking", data: b.data } });
+      } else if (b.type === "text") {
+        sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "" } });
+        sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text: b.text } });
+      } else if (b.type === "tool_use") {
+        sse(res, "content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: b.id, name: b.name, input: {} } });
+        sse(res, "content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(b.input) } });
+      }
+      sse(res, "content_block_stop", { type: "content_block_stop", index });
+    });
+    sse(res, "message_delta", { type: "message_delta", delta: { stop_reason: plan.stopReason, stop_sequence: null }, usage: { output_tokens: 20 } });
+    sse(res, "message_stop", { type: "message_stop" });
+    res.end();
+  }
+
+  /** A request refused before judging (a thread the fake cannot serve): recorded, never replied. */
+  private recordRejected(body: any, req: IncomingMessage, thread: Recorded["thread"]): void {
+    const verdict: Verdict = { status: 404, thinkingSent: 0, thinkingRead: 0, transformations: [], maxReadable: 0 };
+    this.requests.push({ body, headers: req.headers, verdict, signatures: sigsIn(body.messages), minted: [], thread, offset: 0, full: body, fullSignatures: [], warm: false });
   }
 }

@@ -7,13 +7,18 @@
  *   returning to the first branch (interactive only; print mode can only --fork);
  * - a lost accept (pi killed between the response and the accept): bindery must attribute
  *   the reply by its prefix;
- * - the footer line and notices pi's interactive UI would show.
+ * - the footer line and notices pi's interactive UI would show;
+ * - a 400 and a drop named in a trimmed thread continue (pi 1.6's message threads), where
+ *   the trimmed list holds thinking: pi continues from an older reply than the last (as it
+ *   does when the last reply came from a create it could not record, e.g. one a fallback
+ *   model answered) and an extension loaded after pi-bindery edited a message in the tail.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { BinderyBridge } from "../src/bridge.js";
 import { defaultSettings } from "../src/settings.js";
-import { FakeAnthropic } from "./fake-anthropic.js";
+import { FakeAnthropic, THREADS_BETA, BETA } from "./fake-anthropic.js";
+import { sentShape } from "../src/sent-request.js";
 import { BinderyProcess, binderyForTests, tempRoot } from "./e2e-support.js";
 import { FakeCtx, uiReporter } from "./helpers.js";
 
@@ -35,6 +40,7 @@ async function callProvider(baseUrl: string, body: unknown, headers: Record<stri
   }
   const blocks: Block[] = [];
   let stop = "";
+  let transformations: unknown[] | undefined;
   for (const chunk of text.split("\n\n")) {
     const data = chunk.split("\n").find((l) => l.startsWith("data: "));
     if (!data) continue;
@@ -48,6 +54,7 @@ async function callProvider(baseUrl: string, body: unknown, headers: Record<stri
       if (ev.delta.type === "input_json_delta") b.input = JSON.parse(ev.delta.partial_json);
     }
     if (ev.type === "message_delta") stop = ev.delta.stop_reason;
+    if (ev.type === "message_start" && Array.isArray(ev.message.input_transformations)) transformations = ev.message.input_transformations;
   }
   // pi's shape, as pi-ai's Anthropic provider builds it from these events.
   const piContent = blocks.map((b) =>
@@ -62,7 +69,15 @@ async function callProvider(baseUrl: string, body: unknown, headers: Record<stri
   return {
     status: 200,
     wire: { role: "assistant", content: blocks },
-    pi: { role: "assistant", content: piContent, model: (body as any).model, stopReason: stop === "tool_use" ? "toolUse" : "stop", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 } },
+    pi: {
+      role: "assistant",
+      content: piContent,
+      model: (body as any).model,
+      stopReason: stop === "tool_use" ? "toolUse" : "stop",
+      usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 },
+      // pi 1.x records non-empty input_transformations as a diagnostic on the message.
+      ...(transformations?.length ? { diagnostics: [{ type: "anthropic_input_transformations", details: { transformations } }] } : {}),
+    },
   };
 }
 
@@ -225,4 +240,71 @@ describe("harness: pi's events in pi's order, real bindery, fake Anthropic", { s
       h.bridge.beforeProviderRequest = orig;
     }
   });
+
+  for (const mode of ["error", "drop_block"] as const) {
+    test(`thread continue: a ${mode === "error" ? "400" : "drop"} named in the trimmed list lands on the compiled request's block`, async () => {
+      const h = new Host(bridge, fake.baseUrl);
+      const headers = { "anthropic-beta": `${THREADS_BETA},${BETA}` };
+      const withMode = (p: Record<string, any>) =>
+        mode === "drop_block" ? { ...p, thinking: { ...p.thinking, block_binding: { prefix_mismatch_behavior: "drop_block" } } } : p;
+      // Sends like pi-ai: the payload hook on the full request, then the body trimmed to a
+      // continue (system, tools and the first `keep` messages left out); the fetch wrapper
+      // hands the body's shape to the bridge.
+      const send = async (thread: { create: true } | { continueFrom: string; keep: number }, edit?: (full: any) => void) => {
+        const payload = withMode(h.payload());
+        const out: any = structuredClone((await h.bridge.beforeProviderRequest(payload, h.ctx)) ?? payload);
+        edit?.(out); // an extension loaded after pi-bindery
+        let body: any;
+        if ("create" in thread) body = { ...out, thread: { type: "create" } };
+        else {
+          const { system: _s, tools: _t, ...rest } = out;
+          body = { ...rest, messages: out.messages.slice(thread.keep), thread: { type: "continue", previous_message_id: thread.continueFrom } };
+        }
+        const text = JSON.stringify(body);
+        h.bridge.receiveSent(sentShape(text));
+        const r = await callProvider(h.baseUrl, body, headers);
+        await h.bridge.messageEnd(r.pi, h.ctx);
+        return { r, rec: fake.requests.at(-1)!, full: out };
+      };
+      const appendReply = (r: Awaited<ReturnType<typeof send>>["r"]) => (h as any).append(r.wire);
+      (h as any).append({ role: "user", content: [{ type: "text", text: "one tools:1" }] });
+      const a = await send({ create: true });
+      assert.equal(a.r.status, 200);
+      const t1 = a.rec.minted[0];
+      const threadA = a.rec.responseId!;
+      appendReply(a.r);
+      const tu = a.r.wire!.content.find((b: any) => b.type === "tool_use");
+      (h as any).append({ role: "user", content: [{ type: "tool_result", tool_use_id: tu!.id, content: "ran it", is_error: false }] });
+      const b = await send({ create: true });
+      assert.equal(b.r.status, 200);
+      const t2 = b.rec.minted[0];
+      appendReply(b.r);
+      (h as any).append({ role: "user", content: [{ type: "text", text: "three" }] });
+      // Continue thread A (it holds [user, reply A]): the trimmed list is [tool_result, reply B, user].
+      // The tail edit makes reply B's block stale; reply A's block (kept by the thread) is not.
+      // The extension edits that tool result in every request from now on.
+      const edit = (full: any) => void (full.messages[2].content[0].content = "ran it [edited after bindery]");
+      const c = await send({ continueFrom: threadA, keep: 2 }, edit);
+      assert.equal(c.rec.offset, 2);
+      assert.deepEqual(c.rec.signatures, [t2], "the trimmed list carries reply B's block");
+      if (mode === "error") {
+        assert.equal(c.r.status, 400);
+        assert.match(c.rec.verdict.error!, /^messages\.1\.content\.0: .*bound to a different conversation/, "the provider counts from the trimmed list");
+      } else {
+        assert.equal(c.r.status, 200);
+        assert.deepEqual(c.rec.verdict.transformations.map((x) => x.path), ["messages.1.content.0"]);
+        appendReply(c.r);
+        (h as any).append({ role: "user", content: [{ type: "text", text: "four" }] });
+      }
+      await h.bridge.settle();
+      // The next full request: bindery released reply B's block (messages.3.content.0 of the
+      // compiled request), not reply A's (messages.1.content.0, what the unmapped path names).
+      const next = await send({ create: true }, edit);
+      assert.equal(next.r.status, 200, JSON.stringify(next.rec.verdict));
+      assert.ok(next.rec.signatures.includes(t1), "reply A's block is still replayed");
+      assert.ok(!next.rec.signatures.includes(t2), "reply B's block, the one the provider named, is released");
+      assert.deepEqual(next.rec.verdict.transformations, []);
+      assert.equal(h.bridge.counters.unmapped, 0);
+    });
+  }
 });

@@ -72,6 +72,15 @@ test("toWireUsage maps pi's usage to the response's names", () => {
     cache_creation_input_tokens: 4,
   });
   assert.equal(toWireUsage(undefined), undefined);
+  // pi 1.x: the 1-hour share of the cache write and the thinking tokens, where the response had them.
+  assert.deepEqual(toWireUsage({ input: 1, output: 20, cacheRead: 3, cacheWrite: 10, cacheWrite1h: 4, reasoning: 12 }), {
+    input_tokens: 1,
+    output_tokens: 20,
+    cache_read_input_tokens: 3,
+    cache_creation_input_tokens: 10,
+    cache_creation: { ephemeral_1h_input_tokens: 4, ephemeral_5m_input_tokens: 6 },
+    output_tokens_details: { thinking_tokens: 12 },
+  });
 });
 
 test("parseBindingRefusal reads the path from pi's errorMessage", () => {
