@@ -1,0 +1,72 @@
+// This file is the project's API reference: the wire contract as it stands,
+// read with the page it started from (design/api.md, kept in the steering
+// repository). Where the two differ, this file is the contract. Fields were
+// only ever added; none was renamed or removed, so /v1/ still holds.
+//
+// # Added to design/api.md
+//
+// POST /v1/compile:
+//   - The answer carries thinkingKept: the thinking blocks sent on, beside
+//     thinkingStripped.
+//   - A body that is not an Anthropic Messages body (Bedrock Converse,
+//     OpenAI chat: they carry a messages array too) comes back byte for
+//     byte with bound false, nothing recorded, and notMessages saying why
+//     (binding/foreign.go decides; README, "What bindery compiles"). Its
+//     compile id (u_...) accepts and releases as a no-op.
+//   - Strip reasons add unsigned: an empty signature or data, stripped on
+//     every model, never a release.
+//   - Limits (README, "Limits"): ids, sessionFile and the messages array
+//     are bounded; over a bound the answer is 400 limit_exceeded naming the
+//     field, its size, the bound and the flag. A body slower than
+//     --min-body-rate is 408 body_timeout. A compile whose caller went away
+//     records nothing.
+//
+// POST /v1/accept: a repeated accept answers 200 with repeated true while
+// the compile is within the newest --accepted-window accepted compiles of
+// its conversation; beyond it 404 compile_forgotten, and an id this
+// database never made 404 unknown_compile (compile ids carry their seq, so
+// the two are told apart after any restart).
+//
+// POST /v1/release: by signature, a block bindery holds no record of (no
+// remembered compile sent it, no accept stamped it, no session file holds
+// it) records nothing and answers released 0 with a reason.
+//
+// GET /v1/health: watcher.problems lists what is not followed now
+// (folder-missing, folder-unreadable, unreadable, not-regular, long-line),
+// each with path, kind, reason and since; watcher.ingestErrors the newest
+// skipped lines with file, line and offset; watcher.degraded and
+// watcher.lastRescan. bindery status exits 4 while anything is listed in
+// problems.
+//
+// GET /v1/sessions: ?cwd=DIR (an absolute path, at most MaxWorkspacePath
+// bytes) lists a workspace's sessions, those pi ran in DIR or a folder
+// under it (InWorkspace); the editor integrations show its live session.
+// engaged is read from the binding state.
+//
+// GET /v1/sessions/{id}: stamps and releases from the binding state;
+// sameId when several files carry the id; problem and ingestErrors when
+// the session's file is not followed or has skipped lines; each frontier
+// element names owner, bindery's owner compile of that branch.
+//
+// GET /v1/conversations/{id}: for a pi session, branches are the session
+// tree's leaves (sessionTree true), each with owner, accepted, unaccepted,
+// stamps, releases, entries and current; compileLeaves keeps one row per
+// leaf compiled at; notInTree marks a compile leaf the file does not hold
+// yet.
+//
+// GET /v1/events: a subscriber that falls behind is closed with 1008 and
+// the reason "subscriber fell behind: N events buffered; resume with
+// ?since=SEQ". Event types add stamp (a reply seen landing in a session
+// file: source file or link) and input-transformation. Editors that have
+// no websocket library read the same feed as NDJSON from `bindery tail
+// --json` (one event object a line, the wire form; --since SEQ resumes),
+// as integrations/nvim and integrations/vscode do.
+//
+// Errors: the codes, each with its status, are listed in errors.go;
+// storage_full (507) and storage_failed (503) name the state folder.
+//
+// # Clients
+//
+// Session ids print as their shortest unique prefix (ShortIDs) and the CLI
+// takes one back (MatchID); the wire always carries whole ids.
+package api
