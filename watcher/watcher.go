@@ -663,14 +663,16 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 		return nil
 	}
 	defer f.Close()
-	w.clearProblem(path, NotRegular)
+	// It opened: a regular file bindery can read. Cleared before the read
+	// hands its lines to the sink, so whoever sees them ingested never
+	// sees the file still listed as unreadable.
+	w.clearProblem(path, NotRegular, Unreadable)
 	if err := w.read(ctx, path, f, fi, sink); err != nil {
 		if _, stored := errors.AsType[*sinkError](err); !stored {
 			w.setProblem(path, Unreadable, err.Error())
 		}
 		return err
 	}
-	w.clearProblem(path, Unreadable)
 	if st := w.files[path]; st != nil && st.long != nil {
 		l := st.long
 		w.setProblem(path, LongLine, fmt.Sprintf("line %d at offset %d is longer than %d bytes and has no newline yet (%d bytes so far): skipped, and the file is read no further until it ends",
