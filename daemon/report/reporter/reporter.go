@@ -299,6 +299,25 @@ func costSplitMissing(e watcher.Entry) bool {
 // keeps its total; so does every entry when the file cannot be opened,
 // which is then the error returned.
 func CostsFromFile(path string, version int, entries []watcher.Entry) error {
+	return readBack(path, version, entries, costSplitMissing, func(e *watcher.Entry, got *watcher.Entry) {
+		if got.Role != "assistant" || (version >= 2 && got.ID != e.ID) || got.Usage == nil || got.Usage.Cost == nil {
+			return
+		}
+		if c := got.Usage.Cost; c.Total != nil && e.Usage.Cost.Total != nil && *c.Total != *e.Usage.Cost.Total {
+			return // not the line that was ingested
+		}
+		e.Usage.Cost = got.Usage.Cost
+	})
+}
+
+// readBack is how the report fills in, for rows an older schema kept short,
+// what the watcher parses from their lines now: for each entry missing
+// says lacks something, it reads the entry's line back from the session
+// file at its recorded offset (read only) and hands the parse to fill,
+// which checks it is the same entry before taking from it. A file shorter
+// than a recorded line was rewritten: the rest is left as it is. A file
+// that cannot be opened leaves every entry as it was and is the error.
+func readBack(path string, version int, entries []watcher.Entry, missing func(watcher.Entry) bool, fill func(e, got *watcher.Entry)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -307,7 +326,7 @@ func CostsFromFile(path string, version int, entries []watcher.Entry) error {
 	var buf []byte
 	for i := range entries {
 		e := &entries[i]
-		if !costSplitMissing(*e) || e.Length <= 0 || e.Length > maxCostLine {
+		if !missing(*e) || e.Length <= 0 || e.Length > maxCostLine {
 			continue
 		}
 		if cap(buf) < e.Length {
@@ -316,19 +335,14 @@ func CostsFromFile(path string, version int, entries []watcher.Entry) error {
 		n, err := f.ReadAt(buf[:e.Length], e.Offset)
 		if n != e.Length {
 			if err == nil || errors.Is(err, io.EOF) {
-				return nil // the file is shorter now: rewritten; keep the totals
+				return nil // the file is shorter now: rewritten
 			}
 			return fmt.Errorf("read %s at %d: %w", path, e.Offset, err)
 		}
 		p := watcher.Parser{Path: path, State: watcher.ParseState{Version: version, Values: 1}}
-		got := p.Line(buf[:n], e.Offset).Entry
-		if got == nil || got.Role != "assistant" || (version >= 2 && got.ID != e.ID) || got.Usage == nil || got.Usage.Cost == nil {
-			continue
+		if got := p.Line(buf[:n], e.Offset).Entry; got != nil {
+			fill(e, got)
 		}
-		if c := got.Usage.Cost; c.Total != nil && e.Usage.Cost.Total != nil && *c.Total != *e.Usage.Cost.Total {
-			continue // not the line that was ingested
-		}
-		e.Usage.Cost = got.Usage.Cost
 	}
 	return nil
 }
