@@ -376,38 +376,13 @@ func (t *Tree) link() {
 		}
 	}
 	t.cycles = nil
-	state := make([]uint8, n) // 0 unseen, 1 on the walk in progress, 2 done
-	var walk []int
-	for i := range n {
-		walk = walk[:0]
-		k := i
-		for k >= 0 && state[k] == 0 {
-			state[k] = 1
-			walk = append(walk, k)
-			k = int(t.up[k])
+	for _, ring := range cyclesOf(n, func(i int) int { return int(t.up[i]) }) {
+		c := &cycle{file: t.file}
+		for _, r := range ring {
+			c.nodes = append(c.nodes, walkNode{seq: t.nodes[r].seq, id: t.nodes[r].id, parent: t.nodes[r].parent})
 		}
-		if k >= 0 && state[k] == 1 {
-			pos := 0
-			for walk[pos] != k {
-				pos++
-			}
-			ring := walk[pos:]
-			m := 0
-			for r := range ring {
-				if ring[r] < ring[m] {
-					m = r
-				}
-			}
-			c := &cycle{file: t.file}
-			for _, r := range append(append([]int(nil), ring[m:]...), ring[:m]...) {
-				c.nodes = append(c.nodes, walkNode{seq: t.nodes[r].seq, id: t.nodes[r].id, parent: t.nodes[r].parent})
-			}
-			t.cycles = append(t.cycles, c)
-			t.up[ring[m]] = -1
-		}
-		for _, w := range walk {
-			state[w] = 2
-		}
+		t.cycles = append(t.cycles, c)
+		t.up[ring[0]] = -1 // cut at its earliest entry
 	}
 	t.hasChild = make([]bool, n)
 	for _, p := range t.up {

@@ -202,40 +202,14 @@ func batchCycles(file int64, es []Entry, seqs []int64) []*cycle {
 		}
 		return -1
 	}
-	state := make([]uint8, len(es)) // 0 unseen, 1 on the walk in progress, 2 done
 	var out []*cycle
-	var walk []int
-	for i := range es {
-		walk = walk[:0]
-		k := i
-		for k >= 0 && state[k] == 0 {
-			state[k] = 1
-			walk = append(walk, k)
-			k = up(k)
+	for _, ring := range cyclesOf(len(es), up) {
+		c := &cycle{file: file}
+		for _, r := range ring {
+			e := &es[r]
+			c.nodes = append(c.nodes, walkNode{seq: seqs[r], id: e.ID, parent: e.ParentID, typ: e.Type, role: e.Role, line: e.Line, offset: e.Offset})
 		}
-		if k >= 0 && state[k] == 1 {
-			// Back on this walk: walk[pos:] is a cycle.
-			pos := 0
-			for walk[pos] != k {
-				pos++
-			}
-			ring := walk[pos:]
-			m := 0
-			for r := range ring {
-				if ring[r] < ring[m] {
-					m = r
-				}
-			}
-			c := &cycle{file: file}
-			for _, r := range append(append([]int(nil), ring[m:]...), ring[:m]...) {
-				e := &es[r]
-				c.nodes = append(c.nodes, walkNode{seq: seqs[r], id: e.ID, parent: e.ParentID, typ: e.Type, role: e.Role, line: e.Line, offset: e.Offset})
-			}
-			out = append(out, c)
-		}
-		for _, w := range walk {
-			state[w] = 2
-		}
+		out = append(out, c)
 	}
 	return out
 }
@@ -256,4 +230,42 @@ func (d *DB) walkFrom(ctx context.Context, file int64, entry string, limit int) 
 	}
 	d.reportCycle(cyc)
 	return nodes, nil
+}
+
+// cyclesOf finds the cycles of the parent links up (up(i) is i's parent,
+// -1 for a root) over nodes 0..n-1, each once, listed from its earliest
+// node (the one every walk takes as the root), in one pass: each node is
+// walked once, and a walk that comes back onto itself has met a cycle.
+func cyclesOf(n int, up func(int) int) [][]int {
+	state := make([]uint8, n) // 0 unseen, 1 on the walk in progress, 2 done
+	var out [][]int
+	var walk []int
+	for i := range n {
+		walk = walk[:0]
+		k := i
+		for k >= 0 && state[k] == 0 {
+			state[k] = 1
+			walk = append(walk, k)
+			k = up(k)
+		}
+		if k >= 0 && state[k] == 1 {
+			// Back on this walk: walk[pos:] is a cycle.
+			pos := 0
+			for walk[pos] != k {
+				pos++
+			}
+			ring := walk[pos:]
+			m := 0
+			for r := range ring {
+				if ring[r] < ring[m] {
+					m = r
+				}
+			}
+			out = append(out, append(append([]int(nil), ring[m:]...), ring[:m]...))
+		}
+		for _, w := range walk {
+			state[w] = 2
+		}
+	}
+	return out
 }
