@@ -693,21 +693,12 @@ func TestCrashDuringAccepts(t *testing.T) {
 // decoded error code.
 func rawPost(t testing.TB, sock, path string, body []byte) (int, string) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dl net.Dialer
-		return dl.DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Post("http://bindery"+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
+	status, answer := postBody(t, sock, path, body)
 	var eb struct {
 		Error struct{ Code, Message string } `json:"error"`
 	}
-	json.NewDecoder(resp.Body).Decode(&eb)
-	return resp.StatusCode, eb.Error.Code
+	json.Unmarshal(answer, &eb)
+	return status, eb.Error.Code
 }
 
 func TestBindingErrors(t *testing.T) {

@@ -6,8 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -55,21 +53,12 @@ func dirSize(t testing.TB, dir string) int64 {
 // postErr posts body and returns the status and the decoded error.
 func postErr(t testing.TB, sock, path string, body []byte) (int, api.Error) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dl net.Dialer
-		return dl.DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Post("http://bindery"+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
+	status, answer := postBody(t, sock, path, body)
 	var eb struct {
 		Error api.Error `json:"error"`
 	}
-	json.NewDecoder(resp.Body).Decode(&eb)
-	return resp.StatusCode, eb.Error
+	json.Unmarshal(answer, &eb)
+	return status, eb.Error
 }
 
 func TestInputLimitsE2E(t *testing.T) {
