@@ -330,7 +330,7 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 		return true, showTreeBranches(stdout, st)
 	}
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  BRANCH\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\tPARENT\t")
+	fmt.Fprintln(tw, "  BRANCH\tOWNER\tACCEPTED\tPENDING\tSTAMPS\tRELEASES\tPARENT")
 	for _, b := range st.Branches {
 		name, owner, parent := b.Branch, b.Owner, "-"
 		if name == "" {
@@ -342,7 +342,7 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 		if b.Parent != nil {
 			parent = b.Parent.Conversation + "/" + b.Parent.Branch
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t\n", name, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases, parent)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", name, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases, parent)
 	}
 	if err := tw.Flush(); err != nil {
 		return true, err
@@ -357,14 +357,14 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 func showTreeBranches(stdout io.Writer, st *api.ConversationState) error {
 	fmt.Fprintf(stdout, "\n  %s (session tree leaves; %s compiled at):\n", plural(len(st.Branches), "branch", "branches"), plural(len(st.CompileLeaves), "leaf", "leaves"))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  LEAF\tENTRIES\tOWNER COMPILE\tACCEPTED\tUNACCEPTED\tSTAMPS\tRELEASES\t")
+	fmt.Fprintln(tw, "  LEAF\tENTRIES\tOWNER\tACCEPTED\tPENDING\tSTAMPS\tRELEASES")
 	for _, b := range st.Branches {
 		leaf, owner, entries := b.Branch, b.Owner, fmt.Sprint(b.Entries)
 		switch {
 		case b.Current:
 			leaf += " *"
 		case b.NotInTree:
-			leaf += " (not in the file yet)"
+			leaf += " †"
 			entries = "-"
 		}
 		if leaf == "" {
@@ -373,12 +373,13 @@ func showTreeBranches(stdout io.Writer, st *api.ConversationState) error {
 		if owner == "" {
 			owner = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t\n", leaf, entries, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\n", leaf, entries, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "  (* current leaf; a branch counts every compile made on its path)")
+	fmt.Fprintln(stdout, "  (* current leaf, † not in the file yet; PENDING: compiles not accepted;")
+	fmt.Fprintln(stdout, "  a branch counts every compile made on its path)")
 	return showReleases(stdout, st)
 }
 

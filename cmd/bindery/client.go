@@ -308,7 +308,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\n%s:\n", plural(len(d.Branches), "branch", "branches"))
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  LEAF\tENTRIES\tLAST ACTIVITY\tCONDENSE FRONTIER\t")
+	fmt.Fprintln(tw, "  LEAF\tENTRIES\tACTIVE\tCONDENSE FRONTIER")
 	for i, b := range d.Branches {
 		leaf := b.Leaf
 		if b.Current {
@@ -318,7 +318,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 		if i < len(d.Frontier) && d.Frontier[i].Condense != nil {
 			front = d.Frontier[i].Condense.Entry
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\n", leaf, b.Entries, when(b.LastActivity), front)
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\n", leaf, b.Entries, whenShort(b.LastActivity, time.Now()), front)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
