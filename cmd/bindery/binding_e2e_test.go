@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -392,8 +393,9 @@ func (p *piSession) assistant(id, parent string, reply json.RawMessage, model st
 	p.assistantAt(id, parent, reply, model, p.ts(), map[string]any{"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20})
 }
 
-// assistantAt is assistant with its timestamp and pi's usage object.
-func (p *piSession) assistantAt(id, parent string, reply json.RawMessage, model, ts string, usage map[string]any) {
+// assistantAt is assistant with its timestamp, pi's usage object, and any
+// more message fields a pi line writes (pi 1.6: thinkingLevel).
+func (p *piSession) assistantAt(id, parent string, reply json.RawMessage, model, ts string, usage map[string]any, more ...map[string]any) {
 	var msg struct {
 		Content []map[string]any `json:"content"`
 	}
@@ -413,9 +415,12 @@ func (p *piSession) assistantAt(id, parent string, reply json.RawMessage, model,
 			content = append(content, b)
 		}
 	}
-	p.append(map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": ts,
-		"message": map[string]any{"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-			"model": model, "stopReason": "stop", "timestamp": 2, "usage": usage}})
+	message := map[string]any{"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
+		"model": model, "stopReason": "stop", "timestamp": 2, "usage": usage}
+	for _, m := range more {
+		maps.Copy(message, m)
+	}
+	p.append(map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": ts, "message": message})
 }
 
 // TestPiSessionForksAndFileAttribution runs a pi session: conversation =

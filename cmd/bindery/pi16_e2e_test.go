@@ -37,28 +37,10 @@ func effortMsg(e string) any {
 // and reasoning.
 func (p *piSession) assistant16(id, parent string, reply json.RawMessage, model string) {
 	p.t.Helper()
-	var msg struct {
-		Content []map[string]any `json:"content"`
-	}
-	if err := json.Unmarshal(reply, &msg); err != nil {
-		p.t.Fatal(err)
-	}
-	var content []any
-	for _, b := range msg.Content {
-		switch b["type"] {
-		case "thinking":
-			content = append(content, map[string]any{"type": "thinking", "thinking": b["thinking"], "thinkingSignature": b["signature"]})
-		case "tool_use":
-			content = append(content, map[string]any{"type": "toolCall", "id": b["id"], "name": b["name"], "arguments": b["input"]})
-		default:
-			content = append(content, b)
-		}
-	}
-	p.append(map[string]any{"type": "message", "id": id, "parentId": parent, "timestamp": p.ts(),
-		"message": map[string]any{"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-			"model": model, "stopReason": "stop", "timestamp": 2, "thinkingLevel": "high",
-			"usage": map[string]any{"input": 10, "output": 40, "cacheRead": 1000, "cacheWrite": 300, "cacheWrite1h": 100, "reasoning": 20, "totalTokens": 1350,
-				"cost": map[string]any{"input": 0.00005, "output": 0.001, "cacheRead": 0.0005, "cacheWrite": 0.002, "total": 0.00355}}}})
+	p.assistantAt(id, parent, reply, model, p.ts(),
+		map[string]any{"input": 10, "output": 40, "cacheRead": 1000, "cacheWrite": 300, "cacheWrite1h": 100, "reasoning": 20, "totalTokens": 1350,
+			"cost": map[string]any{"input": 0.00005, "output": 0.001, "cacheRead": 0.0005, "cacheWrite": 0.002, "total": 0.00355}},
+		map[string]any{"thinkingLevel": "high"})
 }
 
 // A pi 1.6 session through a real daemon, its bodies judged by the
