@@ -93,19 +93,26 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 		json.Unmarshal(reply, &m)
 		return m
 	}
+	// answered: the provider answers ans's request, pi writes the reply
+	// under parent as aid, and it is accepted.
+	answered := func(ans *api.CompileAnswer, aid, parent string, toolUse bool) json.RawMessage {
+		t.Helper()
+		r := h.send(ans.Request, h.reply(toolUse))
+		ps.assistant16(aid, parent, r.Reply, h.model)
+		entries++
+		if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: r.Reply}); err != nil {
+			t.Fatalf("accept of %s: %v", aid, err)
+		}
+		return r.Reply
+	}
 
 	// 1. u1, a tool call, accepted.
 	ps.user("u1", "", "read a.go")
 	entries++
 	msgs = append(msgs, map[string]any{"role": "user", "content": "read a.go"}, effortMsg("high"))
 	ans := compile("u1", pi16Body(t, h, msgs[:1], "high", 32000), false)
-	r1 := h.send(ans.Request, h.reply(true))
-	ps.assistant16("a1", "u1", r1.Reply, h.model)
-	entries++
-	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: r1.Reply}); err != nil {
-		t.Fatal(err)
-	}
-	msgs = append(msgs, asMsg(r1.Reply))
+	r1 := answered(ans, "a1", "u1", true)
+	msgs = append(msgs, asMsg(r1))
 
 	// 2. the tool result; compiled at it; a context_edit (a pruner
 	// shortening the result for later requests) lands while the reply
@@ -157,13 +164,8 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 	if got := strips(ans); got != "messages.5.content.0 prefix-changed" {
 		t.Fatalf("turn 4 strips %q, want a2's thinking as prefix-changed", got)
 	}
-	r3 := h.send(ans.Request, h.reply(false))
-	ps.assistant16("a3", "u2", r3.Reply, h.model)
-	entries++
-	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: r3.Reply}); err != nil {
-		t.Fatal(err)
-	}
-	msgs = append(msgs, effortMsg("low"), asMsg(r3.Reply))
+	r3 := answered(ans, "a3", "u2", false)
+	msgs = append(msgs, effortMsg("low"), asMsg(r3))
 
 	// 5. a persisted system message (pi sends it just before the next
 	// assistant reply), then u3 and u4: nothing new is stripped.
@@ -178,13 +180,8 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 	if got := strips(ans); got != "messages.5.content.0 released" {
 		t.Fatalf("turn 5 strips %q", got)
 	}
-	r4 := h.send(ans.Request, h.reply(false))
-	ps.assistant16("a4", "u3", r4.Reply, h.model)
-	entries++
-	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: r4.Reply}); err != nil {
-		t.Fatal(err)
-	}
-	msgs = append(msgs, effortMsg("low"), asMsg(r4.Reply))
+	r4 := answered(ans, "a4", "u3", false)
+	msgs = append(msgs, effortMsg("low"), asMsg(r4))
 	ps.user("u4", "a4", "and now")
 	entries++
 	msgs = append(msgs, map[string]any{"role": "user", "content": "and now"})
