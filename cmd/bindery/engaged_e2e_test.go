@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,16 +43,8 @@ func TestEngagedDisplay(t *testing.T) {
 	}
 
 	h.messages = []any{map[string]any{"role": "user", "content": "hello"}}
-	ans, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: sid, Branch: "u1", SessionFile: ps.path, Request: h.body(h.system)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := h.send(ans.Request, h.reply(false))
-	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: ans.CompileID, Reply: res.Reply}); err != nil {
-		t.Fatal(err)
-	}
-	var msg map[string]any
-	json.Unmarshal(res.Reply, &msg)
+	h.roundTrip(d, api.CompileCall{Conversation: sid, Branch: "u1", SessionFile: ps.path}, nil)
+	msg := h.messages[len(h.messages)-1].(map[string]any)
 	sig := msg["content"].([]any)[0].(map[string]any)["signature"].(string)
 	if _, err := d.client.Release(ctxT(t), &api.ReleaseCall{Conversation: sid, Signature: sig}); err != nil {
 		t.Fatal(err)
