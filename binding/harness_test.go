@@ -17,7 +17,6 @@ func q(s string) string { return fmt.Sprintf("%q", s) }
 func u(text string) string {
 	return `{"role":"user","content":[{"type":"text","text":` + q(text) + `}]}`
 }
-func us(text string) string { return `{"role":"user","content":` + q(text) + `}` }
 func a(blocks ...string) string {
 	return `{"role":"assistant","content":[` + strings.Join(blocks, ",") + `]}`
 }

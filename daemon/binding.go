@@ -1504,10 +1504,3 @@ func sortedBranches(m map[string]*db.BranchRow) []*db.BranchRow {
 }
 
 var _ api.Binder = (*Binder)(nil)
-
-// kthLargest returns the k-th largest of xs (1-based; len(xs) >= k).
-func kthLargest(xs []int64, k int) int64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)-k]
-}
