@@ -196,35 +196,58 @@ func CompactionOf(rec *CompileRecord, reply *Message, models *ModelTable) (Compa
 	return Compaction{Key: b.Digest, Chain: rec.End, Seed: rec.Seed, LastRole: rec.LastRole, Compile: rec.ID}, true
 }
 
-// ParseReply parses an assistant reply in the provider's wire shape
-// ({"role": "assistant", "content": [...]}) into a Message whose frame and
-// block digests are what the reply will be when a later request replays it.
+// ParseReply parses an assistant reply in the provider's wire shape into a
+// Message whose frame and block digests are what the reply will be when a
+// later request replays it. Two shapes:
+//   - Messages: {"role": "assistant", "content": [...]} (or a whole
+//     Messages response: its other fields are ignored);
+//   - Converse: {"role": "assistant", "content": [{reasoningContent}, {text},
+//     {toolUse}, ...]}, or a whole Converse response, whose message is at
+//     output.message. A content array is Converse when every block is an
+//     object of one member and none has a type member.
+//
 // Only role and content count: a host replays the reply as those two fields
-// (pi's serializer does), so other fields of a provider response (id, model,
+// (pi's serializers do), so other fields of a provider response (id, model,
 // stop_reason, usage) are ignored. Block chains are not set (see StampReply).
 func ParseReply(reply []byte) (*Message, error) {
 	var v struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		Output  *struct {
+			Message *struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		} `json:"output"`
 	}
 	if err := json.Unmarshal(reply, &v); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadReply, err)
 	}
+	converse := false
+	if v.Output != nil && v.Output.Message != nil {
+		v.Role, v.Content, converse = v.Output.Message.Role, v.Output.Message.Content, true
+	}
 	if v.Role != "assistant" || len(v.Content) == 0 {
 		return nil, fmt.Errorf("%w: role %q", ErrBadReply, v.Role)
 	}
+	converse = converse || converseReplyContent(v.Content)
 	body := make([]byte, 0, len(v.Content)+48)
 	body = append(body, `{"messages":[{"role":"assistant","content":`...)
 	body = append(body, v.Content...)
 	body = append(body, "}]}"...)
-	r, err := ParseRequest(body)
+	var p Parser
+	r, err := p.parseAs(body, converse, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadReply, err)
 	}
 	// A reply is judged as the reply it is: the Messages-body rule
-	// (foreign.go) is about requests, so a reply block without a type
-	// stays an ordinary block here, as it always was.
-	if (!r.Bound && r.NotMessages == "") || len(r.Messages) != 1 {
+	// (foreign.go) is about requests, so a Messages reply with a block
+	// without a type stays an ordinary block here, as it always was. A
+	// Converse reply must be one.
+	if (!r.Bound && (r.NotMessages == "" || converse)) || len(r.Messages) != 1 {
+		if r.NotMessages != "" {
+			return nil, fmt.Errorf("%w: %s", ErrBadReply, r.NotMessages)
+		}
 		return nil, ErrBadReply
 	}
 	m := r.Messages[0]

@@ -13,8 +13,8 @@ import (
 // over, for each message in order, its frame (kind 1, Message.Frame) and then
 // each of its content blocks that is not thinking (kind 2, Block.Digest). A
 // compaction block resets the chain to ChainStart() before it is stepped in:
-// the provider's prefix begins at the most recent compaction block. Thinking
-// and redacted thinking are not stepped. (Thinking minted before an
+// the provider's prefix begins at the most recent compaction block. Thinking,
+// redacted thinking and markers (Converse cachePoint blocks) are not stepped. (Thinking minted before an
 // on-demand compaction block was swapped in is checked against a second
 // chain that continues from what the block replaced: see
 // decider.keptChains and Compaction.) Every input has a fixed length, so
@@ -55,7 +55,7 @@ func (m *Message) StepFrom(prev Digest, visit func(block int, chain Digest)) Dig
 			visit(j, h)
 		}
 		switch b.Kind {
-		case KindThinking, KindRedacted:
+		case KindThinking, KindRedacted, KindMarker:
 		case KindCompaction:
 			h = step(chainStart, kindBlock, b.Digest)
 		default:

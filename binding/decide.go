@@ -211,6 +211,17 @@ func swapMessage(r *Request) *Message {
 
 func isThinking(k BlockKind) bool { return k == KindThinking || k == KindRedacted }
 
+// contentCount is the number of m's blocks that are content (not markers).
+func contentCount(m *Message) int {
+	n := len(m.Blocks)
+	for j := range m.Blocks {
+		if m.Blocks[j].Kind == KindMarker {
+			n--
+		}
+	}
+	return n
+}
+
 // tblock is one thinking block of the request being decided.
 type tblock struct {
 	msg, blk int
@@ -712,7 +723,10 @@ func (d *decider) drop() bool {
 	changed := false
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
-		x := len(m.Blocks) > 0 && stripped[i] == len(m.Blocks)
+		// Markers (Converse cachePoint) are not content: a message left
+		// with only markers is empty.
+		n := contentCount(m)
+		x := n > 0 && stripped[i] == n
 		if x != d.dropped[i] {
 			d.dropped[i] = x
 			changed = true
@@ -763,6 +777,9 @@ func (d *decider) finish(out *Compiled) {
 		}
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
+			if b.Kind == KindMarker {
+				continue // takes no place in what the provider reads (converse.go)
+			}
 			if isThinking(b.Kind) {
 				ti, ok := keptAt[Pos{i, j}]
 				if !ok {
@@ -883,7 +900,7 @@ func origBlock(req *Request, rec *CompileRecord, si, j int) int {
 	sent := 0
 	for k := range m.Blocks {
 		b := &m.Blocks[k]
-		if isThinking(b.Kind) && !keptIn(rec, Pos{rec.Sent[si].Orig, k}) {
+		if b.Kind == KindMarker || isThinking(b.Kind) && !keptIn(rec, Pos{rec.Sent[si].Orig, k}) {
 			continue
 		}
 		sent++
@@ -923,13 +940,19 @@ func firstHostDiff(req *Request, owner *CompileRecord) (position, bool) {
 			return position{si, -1}, true
 		}
 		last := si == len(owner.Sent)-1
-		for j, ob := range om.Blocks {
-			if j >= len(m.Blocks) || blockID(&m.Blocks[j]) != ob {
-				return position{si, j}, true
+		// The owner's record leaves markers out; so does this walk (k
+		// counts the host's blocks, j the compared ones).
+		j, k := 0, 0
+		for ; j < len(om.Blocks); j, k = j+1, k+1 {
+			for k < len(m.Blocks) && m.Blocks[k].Kind == KindMarker {
+				k++
+			}
+			if k >= len(m.Blocks) || blockID(&m.Blocks[k]) != om.Blocks[j] {
+				return position{si, k}, true
 			}
 		}
-		if !last && len(m.Blocks) != len(om.Blocks) {
-			return position{si, len(om.Blocks)}, true
+		if !last && contentCount(m) != len(om.Blocks) {
+			return position{si, k}, true
 		}
 	}
 	return position{}, false

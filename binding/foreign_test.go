@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// The Messages-body rule (foreign.go): real Converse and OpenAI chat bodies
-// as pi builds them are not bound; Messages bodies, pi 1.6's included (mid-
-// conversation system messages carrying output_config), are.
+// The Messages-body rule (foreign.go): OpenAI chat bodies as pi builds them
+// are not bound; Messages bodies, pi 1.6's included (mid-conversation system
+// messages carrying output_config), and Converse bodies (converse.go) are.
+// A body that reads as neither passes through with the reason.
 func TestNotMessagesBodies(t *testing.T) {
 	file := func(name string) string {
 		b, err := os.ReadFile("testdata/foreign/" + name)
@@ -20,15 +21,22 @@ func TestNotMessagesBodies(t *testing.T) {
 	cases := []struct {
 		name, body, why string // why "": a Messages body
 	}{
-		{"bedrock converse (pi's bedrock-converse-stream)", file("converse.json"), "a Bedrock Converse member (modelId)"},
+		{"bedrock converse (pi's bedrock-converse-stream): compiled", file("converse.json"), ""},
 		{"openai chat with tool calls (pi's openai-completions)", file("openai-chat.json"), "a message whose content is neither a string nor an array"},
 		{"openai chat, text only", file("openai-chat-plain.json"), "an OpenAI chat member (stream_options)"},
-		{"pi 1.6's own bedrock converse payload", file("pi16-bedrock-converse.json"), "a Bedrock Converse member (modelId)"},
+		{"pi 1.6's own bedrock converse payload: compiled", file("pi16-bedrock-converse.json"), ""},
 		{"pi 1.6's own openrouter openai chat payload", file("pi16-openrouter-openai-chat.json"), "a message whose content is neither a string nor an array"},
 		{"pi 1.6's own anthropic messages payload", file("pi16-anthropic-messages.json"), ""},
-		{"converse member after messages", `{"messages":[{"role":"user","content":"hi"}],"inferenceConfig":{"maxTokens":1}}`, "a Bedrock Converse member (inferenceConfig)"},
-		{"converse block without type", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "a content block without a string type"},
-		{"block that is not an object", `{"messages":[{"role":"user","content":["hi"]}]}`, "a content block without a string type"},
+		{"converse member after messages: read again as converse", `{"messages":[{"role":"user","content":"hi"}],"inferenceConfig":{"maxTokens":1}}`, "a Converse message whose content is not an array"},
+		{"converse member after messages and system", `{"system":[{"text":"s"}],"messages":[{"role":"user","content":[{"text":"hi"}]}],"modelId":"m"}`, ""},
+		{"converse with a system role", `{"modelId":"m","messages":[{"role":"system","content":[{"text":"hi"}]}]}`, "a Converse message whose role is not user or assistant"},
+		{"converse block of two members", `{"modelId":"m","messages":[{"role":"user","content":[{"text":"hi","image":{}}]}]}`, "a Converse content block with more than one member"},
+		{"converse block of no member", `{"modelId":"m","messages":[{"role":"user","content":[{}]}]}`, "a Converse content block without a member"},
+		{"converse with an openai member", `{"modelId":"m","stream_options":{},"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "an OpenAI chat member (stream_options)"},
+		{"converse typed block", `{"modelId":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, "a Converse content block with more than one member"},
+		{"converse blocks without the other members: read as converse", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, ""},
+		{"block that is not an object", `{"messages":[{"role":"user","content":["hi"]}]}`, "a Converse content block that is not an object"},
+		{"untyped block beside an openai member", `{"model":"m","messages":[{"role":"user","content":[{"text":"hi"}]}],"logprobs":true}`, "an OpenAI chat member (logprobs)"},
 		{"openai tool role", `{"model":"m","messages":[{"role":"tool","tool_call_id":"c","content":"x"}]}`, "a message whose role is not user, assistant or system"},
 		{"openai developer role", `{"model":"m","messages":[{"role":"developer","content":"x"}]}`, "a message whose role is not user, assistant or system"},
 		{"openai message member", `{"model":"m","messages":[{"role":"assistant","content":"x","refusal":null}]}`, "a message member only OpenAI chat messages have"},

@@ -26,9 +26,15 @@ type Parser struct {
 	// (such a message is never remembered in the Memo).
 	foreign    string
 	msgForeign bool
+	// converse: the body is being read as Bedrock Converse (converse.go);
+	// untyped: a Messages read met a content block without a string type.
+	converse bool
+	untyped  bool
+	fixed    bool // the shape is given: never switch
 
 	// trace, when set (tests only), sees every framed canonical form:
-	// kind and the canonical bytes (without the header).
+	// kind and the canonical bytes (without the header); kind 0 (no
+	// bytes) when a second pass starts, which frames the body anew.
 	trace func(kind byte, canon []byte)
 
 	// Memo, when set, lets Parse skip messages seen before (see Memo).
@@ -80,12 +86,41 @@ func ParseRequest(body []byte) (*Request, error) {
 //
 // Block.Tokens is an estimate for reports only: the block's bytes in the body
 // divided by 4, rounded up.
+//
+// A Bedrock Converse body (converse.go) is read by the same pass into the
+// same Request, with Converse set. Which shape a body has is known from its
+// top-level members; when the first member that tells is met after the
+// messages (or system, or tools) were read as Messages, the body is read
+// again as Converse, so that a body is read in one pass in the usual member
+// order (pi writes modelId first) and correctly in any order.
 func (p *Parser) Parse(body []byte) (*Request, error) {
+	return p.parseAs(body, false, false)
+}
+
+// parseAs parses body, as a Converse body from the start when converse is
+// true; fixed keeps the shape it starts with (ParseReply knows the shape).
+func (p *Parser) parseAs(body []byte, converse, fixed bool) (*Request, error) {
 	defer p.done()
+	p.converse, p.fixed = converse, fixed
+	r, err := p.parse(body)
+	if err == errReadAsConverse {
+		if p.trace != nil {
+			p.trace(0, nil) // the frames seen so far were the first pass's
+		}
+		p.converse = true
+		r, err = p.parse(body)
+	}
+	return r, err
+}
+
+// parse is one pass over body in the shape p.converse names (it may switch
+// to Converse before anything shape-dependent is read, or ask for a second
+// pass with errReadAsConverse).
+func (p *Parser) parse(body []byte) (*Request, error) {
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
-	p.foreign = ""
+	p.foreign, p.untyped = "", false
 	clear(p.memoOf)
 	p.memoOf = p.memoOf[:0]
 	r := &Request{}
@@ -135,27 +170,43 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 			mark := len(c.out)
 			vstart := c.pos
 			isArr := c.pos < len(body) && body[c.pos] == '['
-			switch key := c.key(&m); {
+			key := c.key(&m)
+			if !p.converse && !p.fixed && converseTopKey(key) {
+				if r.Bound || hasSys || hasTools {
+					return nil, errReadAsConverse
+				}
+				p.converse = true
+			}
+			switch {
 			case string(key) == "messages" && isArr:
 				r.Bound = true
 				if err := p.messages(); err != nil {
 					return nil, err
 				}
 			case string(key) == "system":
-				if sys, err = p.seedPart(isArr, modeMarked, kindSystem); err != nil {
+				if p.converse {
+					sys, err = p.converseSeedPart(isArr, kindSystem)
+				} else {
+					sys, err = p.seedPart(isArr, modeMarked, kindSystem)
+				}
+				if err != nil {
 					return nil, err
 				}
 				hasSys = true
-			case string(key) == "tools":
+			case string(key) == "tools" && !p.converse:
 				if tools, err = p.seedPart(isArr, modeTool, kindTools); err != nil {
 					return nil, err
 				}
 				hasTools = true
+			case string(key) == "toolConfig" && p.converse:
+				if tools, hasTools, err = p.converseToolConfig(); err != nil {
+					return nil, err
+				}
 			default:
 				if err := c.value(); err != nil {
 					return nil, err
 				}
-				if string(key) == "model" && body[vstart] == '"' {
+				if string(key) == p.modelKey() && body[vstart] == '"' {
 					r.Model = string(p.decoded(Span{vstart, c.pos}))
 				}
 				if why := foreignTopKey(key); why != "" && p.foreign == "" {
@@ -185,7 +236,17 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 	if c.pos != len(body) {
 		return nil, c.unexpected()
 	}
-	r.Seed = seedDigest(hasSys, sys, hasTools, tools)
+	if !p.converse && !p.fixed && p.untyped && p.foreign == whyUntyped {
+		// Typeless content blocks and nothing else foreign: the keyed
+		// blocks of a Converse body sent without its other members.
+		return nil, errReadAsConverse
+	}
+	r.Converse = p.converse
+	if p.converse {
+		r.Seed = converseSeedDigest(hasSys, sys, hasTools, tools)
+	} else {
+		r.Seed = seedDigest(hasSys, sys, hasTools, tools)
+	}
 	if !r.Bound {
 		return r, nil
 	}
@@ -428,7 +489,9 @@ func (p *Parser) messages() error {
 			}
 		}
 		c.ws()
-		if e := p.Memo.lookup(c.in, c.pos); e != nil {
+		// The Memo holds Messages reads only: the same bytes read as
+		// Converse are other blocks.
+		if e := p.memoFor().lookup(c.in, c.pos); e != nil {
 			p.msgs = append(p.msgs, p.fromMemo(e))
 			p.memoOf = append(p.memoOf, e)
 		} else {
@@ -438,7 +501,7 @@ func (p *Parser) messages() error {
 				return err
 			}
 			var e *memoEntry
-			if p.Memo != nil && !p.msgForeign {
+			if p.memoFor() != nil && !p.msgForeign {
 				e = p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
 			}
 			p.msgs = append(p.msgs, m)
@@ -482,6 +545,9 @@ func (p *Parser) message() (Message, error) {
 	if c.pos < len(c.in) && c.in[c.pos] == '{' {
 		w := watch{onContent: func() error {
 			p.bstart[mi] = len(p.blocks)
+			if p.converse {
+				return p.converseContent()
+			}
 			return p.content()
 		}}
 		if err := c.object(modeMessage, &w); err != nil {
@@ -491,6 +557,10 @@ func (p *Parser) message() (Message, error) {
 			m.Role = internRole(p.decoded(w.role))
 		}
 		switch {
+		case p.converse && m.Role != "user" && m.Role != "assistant":
+			p.notMessages("a Converse message whose role is not user or assistant")
+		case p.converse && !w.content:
+			p.notMessages("a Converse message whose content is not an array")
 		case m.Role != "user" && m.Role != "assistant" && m.Role != "system":
 			p.notMessages("a message whose role is not user, assistant or system")
 		case !w.content && !w.contentStr:
@@ -550,7 +620,8 @@ func (p *Parser) content() error {
 		if !isString(c.in, w.typ) {
 			// Every Messages content block is typed; Converse's are
 			// keyed by member ({text}, {toolUse}, {reasoningContent}).
-			p.notMessages("a content block without a string type")
+			p.notMessages(whyUntyped)
+			p.untyped = true
 		} else {
 			switch string(p.decoded(w.typ)) {
 			case "thinking":

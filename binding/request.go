@@ -19,6 +19,7 @@ const (
 	KindThinking                    // "thinking": outside the chain, bound by its signature
 	KindRedacted                    // "redacted_thinking": outside the chain, bound by its data
 	KindCompaction                  // "compaction": in the chain, and the chain restarts at it (see Compaction for the kept turns after it)
+	KindMarker                      // Converse "cachePoint": a prompt-cache marker, not content: outside the chain, never stripped, not counted as sent (converse.go)
 )
 
 // Span is a half-open byte range [Start, End) of the request body.
@@ -44,14 +45,18 @@ type Message struct {
 	End    Digest  // the message chain after this message
 }
 
-// Request is a parsed Anthropic Messages request body. Indices into Messages
+// Request is a parsed request body: an Anthropic Messages body, or a Bedrock
+// Converse body (Converse true; converse.go says how its shape maps onto
+// these fields), read by one decision. Indices into Messages
 // and Blocks are the host's original indices (messages.N.content.M).
 type Request struct {
-	Bound bool // false: not a Messages body (no messages array, or NotMessages); the plan is empty
+	Bound bool // false: no messages array, or another API's body (NotMessages); the plan is empty
 	// NotMessages says why a body with a messages array is another API's
 	// (IsMessagesBody): "" for a Messages body and for one without messages.
 	NotMessages string
-	Model       string // the "model" field
-	Seed        Digest // system + non-deferred tools, as values
-	Messages    []Message
+	// Converse: the body is a Bedrock Converse request (converse.go).
+	Converse bool
+	Model    string // the "model" field (Converse: "modelId")
+	Seed     Digest // system + non-deferred tools, as values
+	Messages []Message
 }

@@ -1,0 +1,416 @@
+package binding
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Bedrock Converse requests (Claude on Amazon Bedrock; pi 1.6's
+// amazon-bedrock provider, api bedrock-converse-stream), read into the same
+// Request the Messages reader fills, so that the one decision (decide.go),
+// the one rewrite (rewrite.go) and the one accept (accept.go) serve both.
+// The shape:
+//
+//	{"modelId": "us.anthropic.claude-opus-5-5",
+//	 "system": [{"text": "..."}, {"cachePoint": {"type": "default"}}],
+//	 "toolConfig": {"tools": [{"toolSpec": {...}}, {"cachePoint": {...}}], "toolChoice": {...}},
+//	 "messages": [{"role": "user" | "assistant", "content": [ContentBlock, ...]}],
+//	 "inferenceConfig": {...}, "additionalModelRequestFields": {...}, ...}
+//
+// A ContentBlock is a union keyed by its one member: {text}, {image},
+// {document}, {toolUse}, {toolResult}, {cachePoint}, {reasoningContent:
+// {reasoningText: {text, signature}} | {redactedContent: <bytes>}}, ...
+//
+// How it maps onto the Request (pinned by the Converse golden vectors):
+//   - Model is modelId. The seed covers system and toolConfig.tools, as
+//     values, with their cachePoint elements left out (markers);
+//     toolConfig.toolChoice is outside it, as Messages' tool_choice is. The
+//     seed is framed with its own kind, so a Converse seed never equals a
+//     Messages seed.
+//   - A message frame is the message with its content array replaced by []
+//     (as for Messages). Each content block is canonicalized whole, in data
+//     mode (a key named cache_control inside a Converse block is data:
+//     Converse has no such marker).
+//   - reasoningContent.reasoningText is a thinking block, keyed by its
+//     signature; reasoningContent.redactedContent is redacted thinking,
+//     keyed by the bytes as their base64 text (AWS JSON's encoding of a
+//     blob, the same text a Messages body carries as data), so one block
+//     has one key on both routes. Neither is in the chain. A
+//     reasoningContent of any other form is content (kept, in the chain):
+//     bindery never cuts what it cannot read.
+//   - A cachePoint block is a marker (KindMarker): not in the chain, never
+//     stripped, and not counted as content: a message left holding only
+//     markers after a strip is dropped, and markers take no place in the
+//     positions the compile record keeps as sent.
+//
+// Where Bedrock's documentation is silent, these are our choices:
+//   - Bedrock's "Preserved thinking" page (userguide
+//     claude-messages-thinking-block-binding) describes the model, prefix
+//     and organization checks, and that the field and the beta go through
+//     additionalModelRequestFields, but not where a Converse response
+//     reports input_transformations. Converse returns fields of the model's
+//     own response that the request names in additionalModelResponseFieldPaths
+//     (JSON Pointers, e.g. "/stop_sequence"; a valid pointer to an absent
+//     field is ignored) in additionalModelResponseFields: the top level of a
+//     Converse response, the messageStop event of a ConverseStream. So a host
+//     asks for "/input_transformations" and reads it there
+//     (InputTransformationsOf).
+//   - The paths in input_transformations, and in a refusal, name a block of
+//     the model's own (Messages) request, which Bedrock builds from the
+//     Converse one: message N is Converse message N, and block M counts the
+//     message's content blocks without its cachePoint blocks (a cachePoint
+//     becomes a cache marker on the block before it, taking no place). The
+//     compile record keeps sent positions that way. For a body like pi's,
+//     whose cachePoint blocks come after every other block of a message, the
+//     two ways of counting agree.
+//   - A refusal reads as a ValidationException whose message carries the
+//     provider's text (`messages.N.content.M: Invalid `signature` in
+//     `thinking` block. The block is bound to a different conversation.
+//     ...`); Bedrock's pages show none, so hosts match that text as on
+//     Anthropic's API and release at that path.
+
+// errReadAsConverse asks Parse for a second pass in Converse mode.
+var errReadAsConverse = errors.New("read the body as Converse")
+
+// whyUntyped is the reason a typeless content block gives in a Messages read.
+const whyUntyped = "a content block without a string type"
+
+// kindSeedConverse frames a Converse seed (see kindSeed).
+const kindSeedConverse byte = 9
+
+// converseTopKey reports whether a top-level member is one only Converse
+// defines: its presence makes the body read as Converse.
+func converseTopKey(key []byte) bool {
+	switch string(key) {
+	case "modelId", "inferenceConfig", "toolConfig", "additionalModelRequestFields",
+		"additionalModelResponseFieldPaths", "guardrailConfig", "promptVariables", "performanceConfig", "requestMetadata":
+		return true
+	}
+	return false
+}
+
+func (p *Parser) modelKey() string {
+	if p.converse {
+		return "modelId"
+	}
+	return "model"
+}
+
+// memoFor is the Memo a message read may use: none in Converse mode.
+func (p *Parser) memoFor() *Memo {
+	if p.converse {
+		return nil
+	}
+	return p.Memo
+}
+
+// converseSeedDigest is seedDigest for a Converse body, under its own kind.
+func converseSeedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest) Digest {
+	d := seedDigest(hasSys, sys, hasTools, tools)
+	var buf [4 + 1 + 32]byte
+	binary.BigEndian.PutUint32(buf[0:4], FramingVersion)
+	buf[4] = kindSeedConverse
+	copy(buf[5:], d[:])
+	return sha256.Sum256(buf[:])
+}
+
+// converseSeedPart digests the system value at c.pos: an array without its
+// cachePoint elements, any other value as data.
+func (p *Parser) converseSeedPart(isArr bool, kind byte) (Digest, error) {
+	c := &p.c
+	hdr := c.reserveHeader()
+	var err error
+	if isArr {
+		err = c.converseMarkedArray()
+	} else {
+		err = c.value()
+	}
+	if err != nil {
+		return Digest{}, err
+	}
+	return p.digest(hdr, kind), nil
+}
+
+// converseToolConfig reads the toolConfig value at c.pos (validated whole,
+// duplicates refused) and digests its tools member: the tools part of the
+// seed. has is false when there is no tools member.
+func (p *Parser) converseToolConfig() (d Digest, has bool, err error) {
+	c := &p.c
+	start := c.pos
+	mark := len(c.out)
+	if err := c.value(); err != nil {
+		return Digest{}, false, err
+	}
+	end := c.pos
+	c.out = c.out[:mark]
+	if c.in[start] != '{' {
+		return Digest{}, false, nil
+	}
+	members(c.in, start, func(key []byte, v, _ int) bool {
+		if !rawKeyIs(key, "tools") {
+			return true
+		}
+		c.pos = v
+		d, err = p.converseSeedPart(c.in[v] == '[', kindTools)
+		has = true
+		return false
+	})
+	c.pos, c.out = end, c.out[:mark]
+	return d, has, err
+}
+
+// converseMarkedArray canonicalizes a system or tools array in data mode,
+// leaving its cachePoint elements out.
+func (c *canon) converseMarkedArray() error {
+	if empty, err := c.openArrayOut(); err != nil || empty {
+		return err
+	}
+	n := 0
+	for {
+		c.ws()
+		mark := len(c.out)
+		if n > 0 {
+			c.out = append(c.out, ',')
+		}
+		start := c.pos
+		if err := c.value(); err != nil {
+			return err
+		}
+		if memberOf(c.in, start) == "cachePoint" {
+			c.out = c.out[:mark]
+		} else {
+			n++
+		}
+		more, err := c.afterElement()
+		if err != nil {
+			return err
+		}
+		if !more {
+			c.out = append(c.out, ']')
+			return nil
+		}
+	}
+}
+
+// converseContent parses a Converse message's content array at c.pos.
+func (p *Parser) converseContent() error {
+	c := &p.c
+	if empty, err := c.openArray(); err != nil || empty {
+		return err
+	}
+	for {
+		c.ws()
+		start := c.pos
+		hdr := c.reserveHeader()
+		if err := c.value(); err != nil {
+			return err
+		}
+		b := Block{Span: Span{start, c.pos}, Tokens: (c.pos - start + 3) / 4}
+		var key Span
+		b.Kind, key = p.converseBlock(start)
+		switch b.Kind {
+		case KindThinking, KindRedacted:
+			b.Key, b.Signed = p.blockKey(key)
+		case KindMarker:
+		default:
+			b.Digest = p.digest(hdr, kindBlock)
+		}
+		c.out = c.out[:hdr]
+		p.blocks = append(p.blocks, b)
+		if more, err := c.afterElement(); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// converseBlock classifies the valid content block at start: its kind and,
+// for reasoning, the span of the signature (reasoningText) or of the
+// redactedContent value (zero when absent). A block that is not an object
+// of exactly one member is not a Converse block: the body is another API's.
+func (p *Parser) converseBlock(start int) (BlockKind, Span) {
+	in := p.c.in
+	if in[start] != '{' {
+		p.notMessages("a Converse content block that is not an object")
+		return KindOther, Span{}
+	}
+	key, val, _, n := only(in, start)
+	switch {
+	case n == 0:
+		p.notMessages("a Converse content block without a member")
+		return KindOther, Span{}
+	case n > 1:
+		p.notMessages("a Converse content block with more than one member")
+		return KindOther, Span{}
+	case rawKeyIs(key, "cachePoint"):
+		return KindMarker, Span{}
+	case !rawKeyIs(key, "reasoningContent") || in[val] != '{':
+		return KindOther, Span{}
+	}
+	rkey, rval, rend, n := only(in, val)
+	switch {
+	case n != 1:
+	case rawKeyIs(rkey, "redactedContent"):
+		return KindRedacted, Span{rval, rend}
+	case rawKeyIs(rkey, "reasoningText") && in[rval] == '{':
+		var sig Span
+		members(in, rval, func(k []byte, v, e int) bool {
+			if rawKeyIs(k, "signature") {
+				sig = Span{v, e}
+				return false
+			}
+			return true
+		})
+		return KindThinking, sig
+	}
+	return KindOther, Span{}
+}
+
+// memberOf returns the decoded key of the object at start when it has
+// exactly one member, else "". The text must be valid.
+func memberOf(in []byte, start int) string {
+	if start >= len(in) || in[start] != '{' {
+		return ""
+	}
+	if key, _, _, n := only(in, start); n == 1 {
+		return decodedKey(key)
+	}
+	return ""
+}
+
+// only returns the first member of the valid object at start (raw key,
+// value span) and how many members it has, counting to 2 at most.
+func only(in []byte, start int) (key []byte, v, e, n int) {
+	members(in, start, func(k []byte, vs, ve int) bool {
+		n++
+		if n == 1 {
+			key, v, e = k, vs, ve
+		}
+		return n < 2
+	})
+	return key, v, e, n
+}
+
+// members calls f with each member of the valid object at start (its raw
+// key, between the quotes, and its value's span) until f returns false.
+// It validates nothing: the canonicalizer read the text first.
+func members(in []byte, start int, f func(key []byte, v, e int) bool) {
+	i := skipWS(in, start+1)
+	for i < len(in) && in[i] == '"' {
+		ke := stringEnd(in, i)
+		key := in[i+1 : ke-1]
+		v := skipWS(in, ke)
+		v = skipWS(in, v+1) // past ':'
+		e := valueEnd(in, v)
+		if !f(key, v, e) {
+			return
+		}
+		i = skipWS(in, e)
+		if i < len(in) && in[i] == ',' {
+			i = skipWS(in, i+1)
+		}
+	}
+}
+
+func skipWS(in []byte, i int) int {
+	for i < len(in) && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the valid string at in[i] == '"'.
+func stringEnd(in []byte, i int) int {
+	j := i + 1
+	for {
+		j = skipPlain(in, j)
+		if j >= len(in) || in[j] == '"' {
+			return j + 1
+		}
+		j += 2 // an escape: its second byte is never the closing quote
+	}
+}
+
+// valueEnd returns the index just past the valid value at i.
+func valueEnd(in []byte, i int) int {
+	switch in[i] {
+	case '{', '[':
+		e, _ := objectEnd(in, i)
+		return e
+	case '"':
+		return stringEnd(in, i)
+	}
+	for i < len(in) && in[i] != ',' && in[i] != '}' && in[i] != ']' && in[i] != ' ' && in[i] != '\t' && in[i] != '\n' && in[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// rawKeyIs reports whether the raw key (between its quotes) decodes to want.
+func rawKeyIs(key []byte, want string) bool { return decodedKey(key) == want }
+
+// decodedKey decodes a raw key (between its quotes, valid).
+func decodedKey(key []byte) string {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key)
+	}
+	quoted := make([]byte, 0, len(key)+2)
+	quoted = append(append(append(quoted, '"'), key...), '"')
+	return string(decodeString(nil, quoted))
+}
+
+// converseReplyContent reports whether a reply's content array is
+// Converse's: at least one block, every block an object of one member, none
+// of them named type.
+func converseReplyContent(content json.RawMessage) bool {
+	var blocks []map[string]json.RawMessage
+	if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+		return false
+	}
+	for _, b := range blocks {
+		if _, typed := b["type"]; typed || len(b) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// InputTransformationsOf reads the input_transformations a provider
+// response carries, in any of the shapes a host may hold: a Messages
+// response or its message_start event's message (top-level
+// input_transformations), a message_delta event, a Converse response
+// (additionalModelResponseFields.input_transformations, present when the
+// request named "/input_transformations" in additionalModelResponseFieldPaths),
+// or a ConverseStream messageStop event, bare or wrapped in {"messageStop":
+// ...}. ok is false when the response carries none (absent is not empty:
+// without the beta the provider reports nothing).
+func InputTransformationsOf(response []byte) (trs []InputTransformation, ok bool, err error) {
+	var v struct {
+		trFields
+		Message *trFields `json:"message"`
+		AMRF    *trFields `json:"additionalModelResponseFields"`
+		Stop    *struct {
+			AMRF *trFields `json:"additionalModelResponseFields"`
+		} `json:"messageStop"`
+	}
+	if err := json.Unmarshal(response, &v); err != nil {
+		return nil, false, fmt.Errorf("input_transformations: %w", err)
+	}
+	found := []*trFields{&v.trFields, v.Message, v.AMRF}
+	if v.Stop != nil {
+		found = append(found, v.Stop.AMRF)
+	}
+	for _, f := range found {
+		if f != nil && f.InputTransformations != nil {
+			return *f.InputTransformations, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+type trFields struct {
+	InputTransformations *[]InputTransformation `json:"input_transformations"`
+}
