@@ -3,6 +3,19 @@ import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
 import type { BinderySettings } from "./settings.js";
 import { toCompiledPath, transformationsToCompiled, type SentShape } from "./sent-request.js";
 import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "./wire.js";
+import {
+  CONVERSE_API,
+  applyConversePlan,
+  converseKeyAt,
+  converseRequest,
+  countConverseThinking,
+  asksTransformations,
+  isBedrockClaude,
+  isConverseBody,
+  stripAllConverseThinking,
+  toConverseReply,
+  withTransformationsPointer,
+} from "./converse.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -31,6 +44,8 @@ interface Pending {
   transformations?: Deferred<unknown[] | undefined>;
   /** The body pi actually sent for this compile, last seen by the fetch wrapper (a thread continue is trimmed). */
   shape?: SentShape;
+  /** The request is Bedrock Converse (pi's bedrock-converse-stream): the reply is accepted in Converse's shape. */
+  converse?: boolean;
 }
 
 interface Deferred<T> {
@@ -193,12 +208,17 @@ export class BinderyBridge {
    */
   async beforeProviderRequest(payload: unknown, ctx: PiContext): Promise<unknown> {
     if (!this.settings.enabled) return undefined;
-    // Only Anthropic Messages bodies are compiled: bindery would record a compile for a
-    // body it cannot read (Bedrock Converse, OpenAI chat). Gate on pi's model api, and on
-    // the body's shape for a host that names none.
-    if (ctx.model?.api !== undefined && ctx.model.api !== "anthropic-messages") return undefined;
+    // Only Anthropic Messages and Bedrock Converse bodies are compiled: bindery would record
+    // a compile for a body it cannot read (OpenAI chat). Gate on pi's model api, and on the
+    // body's shape for a host that names none.
+    const api = ctx.model?.api;
+    if (api !== undefined && api !== "anthropic-messages" && api !== CONVERSE_API) return undefined;
     if (!isObject(payload) || !Array.isArray(payload.messages)) return undefined;
-    if (isCacheWarming(payload)) return this.warm(payload, ctx);
+    const converse = api === CONVERSE_API || (api === undefined && isConverseBody(payload));
+    // On Bedrock only Claude's bodies: other models' reasoning carries no signature and
+    // is not bindery's to judge.
+    if (converse && (!isConverseBody(payload) || !isBedrockClaude(ctx.model, payload))) return undefined;
+    if (isCacheWarming(payload)) return this.warm(payload, ctx, converse);
     const session = this.sessionFor(ctx);
     this.pending = undefined;
     this.expecting = undefined;
@@ -211,7 +231,7 @@ export class BinderyBridge {
       answer = await this.client.call<CompileAnswer>(
         "POST",
         "/v1/compile",
-        { conversation, branch, sessionFile, parent, request: payload, return: "request" },
+        { conversation, branch, sessionFile, parent, request: converse ? converseRequest(payload) : payload, return: "request" },
         this.settings.compileTimeoutMs,
         ctx.signal,
       );
@@ -221,30 +241,44 @@ export class BinderyBridge {
     } catch (err) {
       // The user aborted the turn: pi drops the request; nothing failed.
       if (err instanceof BinderyError && err.kind === "aborted") return undefined;
-      this.fail(ctx, "compile", err);
-      const out = this.settings.failOpen ? payload : stripAllThinking(payload);
-      session.kept = countThinking(out);
-      this.showStatus(ctx);
-      return out === payload ? undefined : out;
+      return this.failedCompile(ctx, session, payload, converse, err);
+    }
+    let sent: Record<string, unknown>;
+    try {
+      sent = converse ? conversePlanned(payload, answer) : (answer.request as Record<string, unknown>);
+    } catch (err) {
+      return this.failedCompile(ctx, session, payload, converse, new BinderyError("protocol", `bindery /v1/compile: ${err instanceof Error ? err.message : String(err)}`));
     }
     this.counters.compiles++;
     if (branch) session.compiledLeaves.add(branch);
     this.succeeded(ctx);
-    let sent = answer.request as Record<string, unknown>;
     const strips: { path?: unknown }[] = Array.isArray(answer.strips) ? answer.strips : [];
     for (const s of strips) {
-      const key = typeof s?.path === "string" ? thinkingKeyAt(payload, s.path) : undefined;
+      const key = typeof s?.path === "string" ? (converse ? converseKeyAt(payload, s.path) : thinkingKeyAt(payload, s.path)) : undefined;
       if (key !== undefined) session.stripped.add(key);
     }
     const tagged = session.dropBlock && this.routeAcceptsDropBlock(ctx.model);
     if (tagged) sent = withDropBlock(sent);
-    session.kept = countThinking(sent);
+    session.kept = converse ? countConverseThinking(sent) : countThinking(sent);
     if (typeof answer.compileId === "string" && answer.compileId !== "") {
-      this.pending = { compileId: answer.compileId, conversation, branch, model: String(payload.model ?? ""), sent };
-      if (tagged && sent !== answer.request) this.pending.transformations = this.expecting = deferred();
+      const model = String((converse ? payload.modelId : payload.model) ?? "");
+      this.pending = { compileId: answer.compileId, conversation, branch, model, sent, converse };
+      // Drops are reported when the request asked for them: on Anthropic's API with the
+      // drop_block this extension added, on Bedrock with the pointer converse.ts adds.
+      const asked = converse ? asksTransformations(sent) : tagged && sent !== answer.request;
+      if (asked) this.pending.transformations = this.expecting = deferred();
     }
     this.showStatus(ctx);
     return sent;
+  }
+
+  /** A compile that failed: pi's payload goes out unchanged (failOpen) or without thinking. */
+  private failedCompile(ctx: PiContext, session: SessionState, payload: Record<string, unknown>, converse: boolean, err: unknown): unknown {
+    this.fail(ctx, "compile", err);
+    const out = this.settings.failOpen ? payload : converse ? stripAllConverseThinking(payload as Record<string, unknown> & { messages: unknown[] }) : stripAllThinking(payload);
+    session.kept = converse ? countConverseThinking(out) : countThinking(out);
+    this.showStatus(ctx);
+    return out === payload ? undefined : out;
   }
 
   /**
@@ -255,29 +289,30 @@ export class BinderyBridge {
    * branch's request, and the pending compile (a real request whose reply is still
    * streaming) stays the one the next accept goes to.
    */
-  private async warm(payload: Record<string, unknown>, ctx: PiContext): Promise<unknown> {
+  private async warm(payload: Record<string, unknown>, ctx: PiContext, converse: boolean): Promise<unknown> {
     const session = this.sessionFor(ctx);
     const branch = ctx.sessionManager.getLeafId() ?? undefined;
     try {
+      const request = converse ? converseRequest(payload) : payload;
       const answer = await this.client.call<CompileAnswer>(
         "POST",
         "/v1/compile",
-        { conversation: session.id, branch, sessionFile: ctx.sessionManager.getSessionFile(), parent: parentBranch(ctx, session, branch), request: payload, dryRun: true, return: "request" },
+        { conversation: session.id, branch, sessionFile: ctx.sessionManager.getSessionFile(), parent: parentBranch(ctx, session, branch), request, dryRun: true, return: "request" },
         this.settings.compileTimeoutMs,
         ctx.signal,
       );
       if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
         throw new BinderyError("protocol", "bindery /v1/compile (dry run): answer carries no rewritten request");
       }
+      let out = converse ? conversePlanned(payload, answer) : (answer.request as Record<string, unknown>);
       this.counters.warms++;
       this.succeeded(ctx);
-      let out = answer.request as Record<string, unknown>;
       if (session.dropBlock && this.routeAcceptsDropBlock(ctx.model)) out = withDropBlock(out);
       return out;
     } catch (err) {
       if (err instanceof BinderyError && err.kind === "aborted") return undefined;
       this.fail(ctx, "compile", err);
-      const out = this.settings.failOpen ? payload : stripAllThinking(payload);
+      const out = this.settings.failOpen ? payload : converse ? stripAllConverseThinking(payload as Record<string, unknown> & { messages: unknown[] }) : stripAllThinking(payload);
       return out === payload ? undefined : out;
     }
   }
@@ -353,7 +388,7 @@ export class BinderyBridge {
       await this.client.call(
         "POST",
         "/v1/accept",
-        { compileId: pending.compileId, reply: toWireReply(m, pending.sent), usage: toWireUsage(m.usage), inputTransformations },
+        { compileId: pending.compileId, reply: pending.converse ? toConverseReply(m) : toWireReply(m, pending.sent), usage: toWireUsage(m.usage), inputTransformations },
         this.settings.callTimeoutMs,
       );
       this.counters.accepts++;
@@ -466,5 +501,17 @@ export function withDropBlock(request: Record<string, unknown>): Record<string, 
  * (`getCacheWarmingRequestOptions`: maxTokens 1); no real turn asks for one token.
  */
 export function isCacheWarming(payload: Record<string, unknown>): boolean {
-  return payload.max_tokens === 1;
+  if (payload.max_tokens === 1) return true;
+  const ic = payload.inferenceConfig; // Bedrock Converse
+  return isObject(ic) && ic.maxTokens === 1;
+}
+
+/**
+ * The Converse payload to send: bindery's plan (strips, emptied messages) applied to pi's own
+ * object (converse.ts says why not the rewritten JSON), asking Bedrock for the drops.
+ */
+function conversePlanned(payload: Record<string, unknown>, answer: CompileAnswer): Record<string, unknown> {
+  const strips = Array.isArray(answer.strips) ? answer.strips : [];
+  const dropped = Array.isArray(answer.droppedMessages) ? answer.droppedMessages : [];
+  return withTransformationsPointer(applyConversePlan(payload as Record<string, unknown> & { messages: unknown[] }, strips, dropped));
 }

@@ -21,6 +21,7 @@
 import { BinderyBridge, ENTRY_TYPE, STATUS_KEY, piReporter } from "./bridge.js";
 import { installDropBlockHeader, installFetchWrapper, onInputTransformations, onSentRequest, streamEventsDelivered } from "./beta-header.js";
 import type { PiContext, PiExtensionAPI } from "./pi-types.js";
+import { converseTransformations } from "./converse.js";
 import { loadSettings } from "./settings.js";
 
 export default function bindery(pi: PiExtensionAPI): void {
@@ -55,10 +56,12 @@ export default function bindery(pi: PiExtensionAPI): void {
   // pi 1.x: the provider's raw stream events. input_transformations ride on message_start
   // (and on a message_delta after a server-side fallback); reading them here replaces
   // tee-ing the response stream in the fetch wrapper (pi 0.x has no such hook).
+  // On the Bedrock route the events are ConverseStream's: input_transformations ride on
+  // messageStop's additionalModelResponseFields (when the request asked for them, converse.ts).
   pi.on("provider_stream_event", (event: { data?: { type?: string; message?: { input_transformations?: unknown }; input_transformations?: unknown } }) => {
     streamEventsDelivered();
     const d = event?.data;
-    const t = d?.type === "message_start" ? d.message?.input_transformations : d?.type === "message_delta" ? d.input_transformations : undefined;
+    const t = d?.type === "message_start" ? d.message?.input_transformations : d?.type === "message_delta" ? d.input_transformations : converseTransformations(d);
     if (Array.isArray(t)) bridge.receiveTransformations(t);
   });
 

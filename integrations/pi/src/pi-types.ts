@@ -54,6 +54,7 @@ export interface PiAssistantMessage {
 
 export interface PiModel {
   id: string;
+  name?: string;
   api?: string;
   provider?: string;
   baseUrl?: string;

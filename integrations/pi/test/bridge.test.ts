@@ -338,14 +338,17 @@ test("accept failure after a good compile is counted and never thrown into pi", 
   assert.match(b.lastError()!, /404 unknown_compile forgotten/);
 });
 
-test("only Anthropic Messages bodies are compiled: another api passes untouched, with no call", async (t) => {
+test("only Anthropic Messages and Claude's Bedrock Converse bodies are compiled: another api passes untouched, with no call", async (t) => {
   const d = await new StubDaemon().start();
   t.after(() => d.stop());
   const ctx = new FakeCtx();
   const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  // Bedrock, but not Claude: its reasoning carries no signature (converse.test.ts has Claude's).
+  ctx.model = { id: "amazon.nova-2-lite-v1:0", api: "bedrock-converse-stream", provider: "amazon-bedrock" };
+  assert.equal(await b.beforeProviderRequest({ modelId: "amazon.nova-2-lite-v1:0", messages: [{ role: "user", content: [{ text: "hi" }] }] }, ctx), undefined);
+  // The Bedrock api with a body that is not Converse's.
   ctx.model = { id: "anthropic.claude-opus-5", api: "bedrock-converse-stream", provider: "amazon-bedrock" };
-  // A Converse body has a messages array too: the api decides, not the shape.
-  assert.equal(await b.beforeProviderRequest({ modelId: "x", messages: [{ role: "user", content: [{ text: "hi" }] }] }, ctx), undefined);
+  assert.equal(await b.beforeProviderRequest({ model: "x", messages: [{ role: "user", content: "hi" }] }, ctx), undefined);
   ctx.model = { id: "gpt", api: "openai-completions", provider: "openai" };
   assert.equal(await b.beforeProviderRequest({ model: "gpt", messages: [{ role: "user", content: "hi" }] }, ctx), undefined);
   assert.deepEqual(d.paths(), []);
