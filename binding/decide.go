@@ -43,8 +43,8 @@ package binding
 
 // CompileInput is everything one compile decision reads. The daemon loads:
 //   - Stamps: the stamps for StampKeys(Request) (a missing key means no stamp);
-//   - Released: the keys released on this branch (ReleaseReaches /
-//     InheritedReleases decide which releases apply to a branch);
+//   - Released: the keys released on this branch (ReleasedOn decides
+//     which releases apply to a branch);
 //   - Remembered: the branch's remembered compiles (Retain bounds them), for
 //     attribution by prefix; accepted ones included;
 //   - Owner: the branch's last accepted compile, for cache.firstChange;

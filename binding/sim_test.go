@@ -207,7 +207,8 @@ func isThinkingBlock(v any) bool {
 type branch struct {
 	name       string
 	h          *host
-	released   map[binding.Digest]string // key -> reason of the release
+	parent     *branch // the branch this one was forked from (nil: the first)
+	forkedAt   int64   // the conversation's release order when it was forked
 	remembered []*binding.CompileRecord
 	owner      *binding.CompileRecord
 	pending    []pendingAccept
@@ -237,6 +238,7 @@ type simConv struct {
 	compactions map[binding.Digest]binding.Compaction
 	seq         int64
 	branches    []*branch
+	releases    []binding.BranchRelease // the conversation's, in the order recorded
 	cur         *branch
 	corrupt     map[[32]byte]bool // keys of signatures the host corrupted
 	// providerDropped: the judge has dropped a block for its prefix in this
@@ -296,7 +298,7 @@ func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Read
 		model:    simModels[c.Intn(len(simModels))],
 		reminder: -1,
 	}
-	b := &branch{name: "main", h: h, released: map[binding.Digest]string{}}
+	b := &branch{name: "main", h: h}
 	s.branches = []*branch{b}
 	s.cur = b
 	st.readings[reading] = true
@@ -653,10 +655,7 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 			stamps[k] = st
 		}
 	}
-	released := make(map[binding.Digest]bool, len(b.released))
-	for k := range b.released {
-		released[k] = true
-	}
+	released := binding.ReleasedOn(s.reach(b), binding.StampKeys(req))
 	comps := map[binding.Digest]binding.Compaction{}
 	for _, k := range binding.CompactionKeys(req) {
 		if c, ok := s.compactions[k]; ok {
@@ -686,27 +685,43 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 	return req, out
 }
 
+// retain applies the daemon's retention policy, with the design's minimum
+// per branch, to every branch of the conversation.
 func (s *simConv) retain(b *branch) {
+	if len(b.remembered) == 0 {
+		return
+	}
 	var rc []binding.RememberedCompile
-	for _, r := range b.remembered {
-		rc = append(rc, binding.RememberedCompile{ID: r.ID, Seq: r.Seq, Accepted: r.Accepted})
+	for _, br := range s.branches {
+		for _, r := range br.remembered {
+			rc = append(rc, binding.RememberedCompile{ID: r.ID, Seq: r.Seq, Branch: br.name, Accepted: r.Accepted, Record: true})
+		}
 	}
 	own := ""
 	if b.owner != nil {
 		own = b.owner.ID
 	}
+	last := b.remembered[len(b.remembered)-1]
+	next := binding.RememberedCompile{ID: last.ID, Seq: last.Seq, Branch: b.name, Accepted: last.Accepted, Record: true}
+	plan := binding.Retain(simRetention, rc, next, own)
 	forget := map[string]bool{}
-	for _, id := range binding.Retain(rc, own) {
-		forget[id] = true
+	for _, id := range append(plan.DropRecords, plan.Forget...) {
+		forget[id] = true // the simulator keeps no tombstones: a forgotten accept is counted as such
 	}
-	kept := b.remembered[:0]
-	for _, r := range b.remembered {
-		if !forget[r.ID] {
-			kept = append(kept, r)
+	for _, br := range s.branches {
+		kept := br.remembered[:0]
+		for _, r := range br.remembered {
+			if !forget[r.ID] {
+				kept = append(kept, r)
+			}
 		}
+		br.remembered = kept
 	}
-	b.remembered = kept
 }
+
+// simRetention is the daemon's default policy at the design's minimum per
+// branch, so the simulator's forks run into it.
+var simRetention = binding.Retention{PerBranch: binding.MinRemembered, PerConversation: binding.DefaultRetention.PerConversation}
 
 func (s *simConv) record(b *branch, id string) (int, *binding.CompileRecord) {
 	for i, r := range b.remembered {
@@ -747,9 +762,7 @@ func (s *simConv) accept(b *branch, pa pendingAccept) {
 		}
 	}
 	for _, r := range out.Releases {
-		if _, ok := b.released[r.Key]; !ok {
-			b.released[r.Key] = r.Reason
-		}
+		s.release(b.name, r)
 	}
 	for _, c := range out.Compactions {
 		if s.compactions == nil {
@@ -761,12 +774,45 @@ func (s *simConv) accept(b *branch, pa pendingAccept) {
 	}
 }
 
+// release records a release as the daemon does: on the branch it was made
+// on (binding.SignatureBranch for a release by signature), in order.
+func (s *simConv) release(branch string, r binding.Release) {
+	s.releases = append(s.releases, binding.BranchRelease{Release: r, Branch: branch, Order: int64(len(s.releases) + 1)})
+}
+
+// reach is what binding.ReleasedOn decides b's releases from, as the
+// daemon gathers it for a host that names forks with parent.
+func (s *simConv) reach(b *branch) binding.ReachInput {
+	in := binding.ReachInput{Branch: b.name, Releases: s.releases}
+	var fork func(b *branch) *binding.Fork
+	fork = func(b *branch) *binding.Fork {
+		if b.parent == nil {
+			return nil
+		}
+		return &binding.Fork{Branch: b.parent.name, UpTo: b.forkedAt, Releases: s.releases, Parent: fork(b.parent)}
+	}
+	if f := fork(b); f != nil {
+		in.Forks = []*binding.Fork{f}
+	}
+	return in
+}
+
+// releasedBecause is the reason of the first release of key in force on b.
+func (s *simConv) releasedBecause(b *branch, key binding.Digest) (string, bool) {
+	if !binding.ReleasedOn(s.reach(b), []binding.Digest{key})[key] {
+		return "", false
+	}
+	for _, r := range s.releases {
+		if r.Key == key {
+			return r.Reason, true
+		}
+	}
+	return "", false
+}
+
 func (s *simConv) fork() {
 	p := s.cur
-	nb := &branch{name: fmt.Sprintf("fork%d", len(s.branches)), h: p.h.clone(), released: map[binding.Digest]string{}}
-	for k, v := range p.released {
-		nb.released[k] = v
-	}
+	nb := &branch{name: fmt.Sprintf("fork%d", len(s.branches)), h: p.h.clone(), parent: p, forkedAt: int64(len(s.releases))}
 	s.branches = append(s.branches, nb)
 	s.cur = nb
 	s.op("fork")
@@ -969,7 +1015,7 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 				s.st.expected400++
 				// A bad signature is not a binding refusal: the host releases
 				// that block by its signature and resends.
-				b.released[binding.SignatureKey(sigOf(body, orig))] = binding.ReleaseHost
+				s.release(binding.SignatureBranch, binding.SignatureRelease(sigOf(body, orig)))
 				retry = true
 				continue
 			}
@@ -980,7 +1026,7 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 				rels, err := binding.ReleaseAtPath(out.Record, v.Path.String())
 				if err == nil {
 					for _, r := range rels {
-						b.released[r.Key] = r.Reason
+						s.release(b.name, r)
 					}
 					retry = true
 				}
@@ -1030,7 +1076,7 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 				s.st.forced["unattributable"]++
 			}
 		case binding.ReasonReleased:
-			cause, ok := b.released[st.Key]
+			cause, ok := s.releasedBecause(b, st.Key)
 			switch {
 			case !ok:
 				s.violation("released-without-release", st.Pos.Path())
