@@ -75,4 +75,3 @@ func SignatureKey(signature string) Digest { return sha256.Sum256([]byte(signatu
 func SignatureRelease(signature string) Release {
 	return Release{Key: SignatureKey(signature), Reason: ReleaseHost, Message: -1}
 }
-
