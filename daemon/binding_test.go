@@ -484,7 +484,7 @@ func TestJournalGroupCommit(t *testing.T) {
 // the in-memory mirror agrees with what a restart reloads.
 func TestBinderAcceptedRetention(t *testing.T) {
 	e := newBindingEnv(t, nil)
-	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}})
+	e.b = NewBinder(e.j, BinderConfig{Compiles: binding.Retention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}})
 	body := request("ret", 1, 10)
 	var ids []string
 	for i := 0; i < 120; i++ {
@@ -541,7 +541,7 @@ func TestBinderAcceptedRetention(t *testing.T) {
 // never repeat.
 func TestBinderCompileRetention(t *testing.T) {
 	e := newBindingEnv(t, nil)
-	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 48}})
+	e.b = NewBinder(e.j, BinderConfig{Compiles: binding.Retention{PerBranch: 32, PerConversation: 48}})
 	body := request("keep", 1, 10)
 	compile := func(branch string) string {
 		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "keep", Branch: branch, Request: body, Return: api.ReturnPlan})
@@ -708,7 +708,11 @@ func TestParentOfPiHeader(t *testing.T) {
 			index("my_id.v2-1", "/home/dev/.pi/agent/sessions/--x--/somewhere-else.jsonl", "")
 		}
 		index(c.child, dir+c.child+".jsonl", c.parent)
-		got, err := e.b.parentOf(t.Context(), &api.CompileCall{Conversation: c.child})
+		sess, err := e.j.DB.Session(t.Context(), c.child)
+		if err != nil {
+			t.Fatalf("%s: session: %v", c.child, err)
+		}
+		got, err := e.b.parentOf(t.Context(), &api.CompileCall{Conversation: c.child}, sess)
 		if err != nil {
 			t.Fatalf("%s: %v", c.child, err)
 		}

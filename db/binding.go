@@ -14,36 +14,6 @@ import (
 // transaction (DB.Write) so one call's records, and the events reporting
 // them, commit together; reads use the reader pool.
 
-// Retention of compile records (design/binding.md: at least the 32 most
-// recent unaccepted compiles per branch).
-type CompileRetention struct {
-	PerBranch       int // newest unaccepted compiles kept per branch (>= 32), and accepted records per branch
-	PerConversation int // and at most this many unaccepted per conversation
-	// AcceptedRecords bounds the accepted records a conversation keeps
-	// (pi makes every leaf a branch, so a per-branch bound alone would
-	// keep a record per turn); Tombstones bounds the accepted compiles
-	// remembered at all (a repeated accept of an older one is a 404).
-	AcceptedRecords int
-	Tombstones      int
-}
-
-// DefaultCompileRetention keeps twice the minimum per branch.
-var DefaultCompileRetention = CompileRetention{PerBranch: 64, PerConversation: 1024, AcceptedRecords: 256, Tombstones: 10000}
-
-func (k CompileRetention) normalized() CompileRetention {
-	k.PerBranch = max(k.PerBranch, binding.MinRemembered)
-	k.PerConversation = max(k.PerConversation, k.PerBranch)
-	if k.AcceptedRecords <= 0 {
-		k.AcceptedRecords = DefaultCompileRetention.AcceptedRecords
-	}
-	k.AcceptedRecords = max(k.AcceptedRecords, k.PerBranch)
-	if k.Tombstones <= 0 {
-		k.Tombstones = DefaultCompileRetention.Tombstones
-	}
-	k.Tombstones = max(k.Tombstones, k.AcceptedRecords)
-	return k
-}
-
 // ConversationRow is a conversation's own row.
 type ConversationRow struct {
 	ID                 string
@@ -174,7 +144,7 @@ func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, a
 // ForgetCompiles drops the records of accepted compiles (nullRecords: the
 // ids stay, so a repeated accept still answers 200) and forgets compiles
 // entirely (forget: their accept is then 404). The daemon picks them from
-// its mirror of the conversation (CompileRetention), so this costs the
+// its mirror of the conversation (binding.Retention), so this costs the
 // ids given, not the conversation's length.
 func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []string) error {
 	for _, id := range nullRecords {
@@ -191,7 +161,6 @@ func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []strin
 }
 
 // Normalized is the retention as the store applies it.
-func (k CompileRetention) Normalized() CompileRetention { return k.normalized() }
 
 // InsertStamps records stamps; a key already stamped keeps its first stamp.
 // It returns the stamps actually inserted.
