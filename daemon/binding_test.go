@@ -224,24 +224,6 @@ func TestBinderConcurrent(t *testing.T) {
 	}
 }
 
-func TestPiReplyToWire(t *testing.T) {
-	line := []byte(`{"type":"message","id":"a","parentId":"u","message":{"role":"assistant","content":[` +
-		`{"type":"thinking","thinking":"hm","thinkingSignature":"S1"},{"type":"thinking","thinking":"   ","thinkingSignature":"S2"},` +
-		`{"type":"thinking","thinking":"[r]","thinkingSignature":"DATA","redacted":true},{"type":"thinking","thinking":"plain","thinkingSignature":""},` +
-		`{"type":"text","text":" "},{"type":"text","text":"<b>"},{"type":"toolCall","id":"toolu_1","name":"read","arguments":{"path":"a"}}]}}`)
-	got, err := piReplyToWire(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"content":[{"signature":"S1","thinking":"hm","type":"thinking"},{"data":"DATA","type":"redacted_thinking"},{"text":"plain","type":"text"},{"text":"<b>","type":"text"},{"id":"toolu_1","input":{"path":"a"},"name":"read","type":"tool_use"}],"role":"assistant"}`
-	if strings.TrimSpace(string(got)) != want {
-		t.Fatalf("wire:\n got %s\nwant %s", got, want)
-	}
-	if _, err := piReplyToWire([]byte(`{"message":{"role":"user","content":[]}}`)); err == nil {
-		t.Fatal("a user message converted")
-	}
-}
-
 // BenchmarkCompileRoundTrip1MB: a 1 MB request, every thinking block
 // stamped and kept, over the socket, against an echo endpoint on the same
 // server (reads the body, writes it back) and json.Valid over the body.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
 )
 
 // compileFacts is everything a compile decides from besides its request,
@@ -410,7 +410,7 @@ func (b *Binder) sessionAtPath(ctx context.Context, path string) (string, error)
 	if err != nil || found {
 		return id, err
 	}
-	id, ok := piFileSessionID(path)
+	id, ok := watcher.FileSessionID(path)
 	if !ok {
 		return "", nil
 	}
@@ -420,25 +420,4 @@ func (b *Binder) sessionAtPath(ctx context.Context, path string) (string, error)
 		return "", err
 	}
 	return id, nil
-}
-
-// piFileSessionID is the session id in a pi session file's name,
-// <ISO timestamp with ':' and '.' as '-'>_<sessionId>.jsonl
-// (pi-sessions.md §1). The timestamp holds no '_', so the id is all after
-// the first one: a UUID, or a caller-provided id matching [A-Za-z0-9._-].
-func piFileSessionID(path string) (string, bool) {
-	name, ok := strings.CutSuffix(filepath.Base(path), ".jsonl")
-	if !ok {
-		return "", false
-	}
-	ts, id, ok := strings.Cut(name, "_")
-	if !ok || !strings.HasSuffix(ts, "Z") || id == "" {
-		return "", false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return "", false
-		}
-	}
-	return id, true
 }

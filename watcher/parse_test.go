@@ -179,6 +179,7 @@ func TestParseEntries(t *testing.T) {
 				t.Fatalf("entries: %+v", es)
 			}
 			got := es[0]
+			takeReply(t, &got)
 			want := tt.want
 			want.Line, want.Offset, want.Length = 2, int64(len(v3Header)+1), len(tt.line)+1
 			if !reflect.DeepEqual(got, want) {
@@ -455,6 +456,7 @@ func TestParsePi16Entries(t *testing.T) {
 	}
 	for i := range want {
 		es[i].Line, es[i].Offset, es[i].Length = 0, 0, 0
+		takeReply(t, &es[i])
 		if !reflect.DeepEqual(es[i], want[i]) {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, es[i], want[i])
 		}
@@ -469,4 +471,19 @@ func TestParsePi16Entries(t *testing.T) {
 			t.Errorf("line %d: %+v, want kept with %q", e.Line, e, wantErrs[e.Line])
 		}
 	}
+}
+
+// takeReply checks that e carries a reply in wire shape exactly when it is
+// an assistant message holding signed thinking (never a context_edit's
+// replacement; reply_test.go checks the shape), and clears it.
+func takeReply(t *testing.T, e *Entry) {
+	t.Helper()
+	signed := false
+	for _, tb := range e.Thinking {
+		signed = signed || (tb.Signed && e.Type == "message")
+	}
+	if signed != (e.Reply != nil) || (e.Reply != nil && !json.Valid(e.Reply)) {
+		t.Errorf("entry %s: signed thinking %v, reply %s", e.ID, signed, e.Reply)
+	}
+	e.Reply = nil
 }
