@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -87,9 +86,9 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, accepted: true, rec: rec}, ownerID)
 	var stamped []db.StampRow
 	var released []db.ReleaseRow
-	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		stamped, released = nil, nil
-		hw, err := db.IngestHighWater(ctx, tx)
+		hw, err := tx.IngestHighWater(ctx)
 		if err != nil {
 			return err
 		}
@@ -97,13 +96,13 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		for _, s := range out.Stamps {
 			srows = append(srows, db.StampRow{Stamp: s, Source: "accept", Conversation: c.id, Branch: rec.Branch, Compile: rec.ID, CreatedMs: now})
 		}
-		if stamped, err = db.InsertStamps(ctx, tx, srows); err != nil {
+		if stamped, err = tx.InsertStamps(ctx, srows); err != nil {
 			return err
 		}
 		if _, err := linkStamps(ctx, tx, c.id, stamped); err != nil {
 			return err
 		}
-		if _, err := db.InsertCompactions(ctx, tx, c.id, out.Compactions, now); err != nil {
+		if _, err := tx.InsertCompactions(ctx, c.id, out.Compactions, now); err != nil {
 			return err
 		}
 		var rrows []db.ReleaseRow
@@ -111,11 +110,11 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 			r.Seq = hw
 			rrows = append(rrows, db.ReleaseRow{Release: r, Conversation: c.id, Branch: rec.Branch, CreatedMs: now})
 		}
-		if released, err = db.InsertReleases(ctx, tx, rrows); err != nil {
+		if released, err = tx.InsertReleases(ctx, rrows); err != nil {
 			return err
 		}
 		if out.Owner {
-			if err := db.UpsertBranch(ctx, tx, db.BranchRow{Conversation: c.id, Branch: rec.Branch, Owner: rec.ID, CreatedMs: now}); err != nil {
+			if err := tx.UpsertBranch(ctx, db.BranchRow{Conversation: c.id, Branch: rec.Branch, Owner: rec.ID, CreatedMs: now}); err != nil {
 				return err
 			}
 		}
@@ -125,17 +124,17 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 			if row.CreatedMs == 0 {
 				row.CreatedMs = now
 			}
-			if err := db.UpsertConversation(ctx, tx, row); err != nil {
+			if err := tx.UpsertConversation(ctx, row); err != nil {
 				return err
 			}
 			if err := emit(api.EventEngage, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch}); err != nil {
 				return err
 			}
 		}
-		if err := db.MarkAccepted(ctx, tx, rec, now, len(stamped), len(released)); err != nil {
+		if err := tx.MarkAccepted(ctx, rec, now, len(stamped), len(released)); err != nil {
 			return err
 		}
-		if err := db.ForgetCompiles(ctx, tx, plan.DropRecords, plan.Forget); err != nil {
+		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
 		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,

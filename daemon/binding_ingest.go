@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -117,7 +116,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		found = append(found, attributed{r.e.ID, r.e.ParentID, st, skip})
 	}
 	now := time.Now().UnixMilli()
-	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		for _, a := range found {
 			var rows []db.StampRow
 			for _, s := range a.stamps {
@@ -125,7 +124,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 					rows = append(rows, db.StampRow{Stamp: s, Source: "file", Conversation: c.id, Branch: a.parent, Entry: a.entry, CreatedMs: now})
 				}
 			}
-			added, err := db.InsertStamps(ctx, tx, rows)
+			added, err := tx.InsertStamps(ctx, rows)
 			if err != nil {
 				return err
 			}

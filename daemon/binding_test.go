@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,11 +108,11 @@ func stampAll(tb testing.TB, e *bindingEnv, conv string, body []byte) {
 			pred = bl.Key
 		}
 	}
-	err = e.j.Write(context.Background(), func(ctx context.Context, tx *sql.Tx, _ Emit) error {
-		if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: conv, EngagedCompile: "setup", EngagedMs: 1, CreatedMs: 1}); err != nil {
+	err = e.j.Write(context.Background(), func(ctx context.Context, tx *db.Tx, _ Emit) error {
+		if err := tx.UpsertConversation(ctx, db.ConversationRow{ID: conv, EngagedCompile: "setup", EngagedMs: 1, CreatedMs: 1}); err != nil {
 			return err
 		}
-		_, err := db.InsertStamps(ctx, tx, rows)
+		_, err := tx.InsertStamps(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -420,8 +419,8 @@ func TestJournalGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error {
-				if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: fmt.Sprint("g", i), CreatedMs: 1}); err != nil {
+			errs[i] = e.j.Write(t.Context(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+				if err := tx.UpsertConversation(ctx, db.ConversationRow{ID: fmt.Sprint("g", i), CreatedMs: 1}); err != nil {
 					return err
 				}
 				if err := emit(api.EventRelease, fmt.Sprint("g", i), map[string]int{"i": i}); err != nil {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -115,12 +114,12 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		owner = br.Owner
 	}
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}, owner)
-	err := b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+	err := b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		newConv, newBranch, stampRows = nil, nil, nil
 		lastRel := int64(-1)
 		lastRelease := func() (int64, error) {
 			if lastRel < 0 {
-				n, err := db.LastReleaseID(ctx, tx)
+				n, err := tx.LastReleaseID(ctx)
 				if err != nil {
 					return 0, err
 				}
@@ -150,7 +149,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 					}
 				}
 			}
-			if err := db.UpsertConversation(ctx, tx, row); err != nil {
+			if err := tx.UpsertConversation(ctx, row); err != nil {
 				return err
 			}
 			newConv = &row
@@ -164,22 +163,22 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 				}
 				br.ParentConversation, br.ParentBranch, br.ParentRelease = c.id, call.Parent.Branch, n
 			}
-			if err := db.UpsertBranch(ctx, tx, br); err != nil {
+			if err := tx.UpsertBranch(ctx, br); err != nil {
 				return err
 			}
 			newBranch = &br
 		}
-		if err := db.InsertCompile(ctx, tx, rec, now); err != nil {
+		if err := tx.InsertCompile(ctx, rec, now); err != nil {
 			return err
 		}
-		if err := db.ForgetCompiles(ctx, tx, plan.DropRecords, plan.Forget); err != nil {
+		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
 		var err error
 		for _, s := range compiled.Persist.Stamps {
 			stampRows = append(stampRows, db.StampRow{Stamp: s, Source: "prefix", Conversation: c.id, Branch: call.Branch, Compile: rec.ID, CreatedMs: now})
 		}
-		if stampRows, err = db.InsertStamps(ctx, tx, stampRows); err != nil {
+		if stampRows, err = tx.InsertStamps(ctx, stampRows); err != nil {
 			return err
 		}
 		if _, err := linkStamps(ctx, tx, c.id, stampRows); err != nil {
@@ -229,7 +228,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 	return nil
 }
 
-func linkStamps(ctx context.Context, tx *sql.Tx, conversation string, rows []db.StampRow) (int, error) {
+func linkStamps(ctx context.Context, tx *db.Tx, conversation string, rows []db.StampRow) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -237,7 +236,7 @@ func linkStamps(ctx context.Context, tx *sql.Tx, conversation string, rows []db.
 	for i, r := range rows {
 		keys[i] = r.Key
 	}
-	return db.LinkStampsInSession(ctx, tx, conversation, keys)
+	return tx.LinkStampsInSession(ctx, conversation, keys)
 }
 
 func stripsOf(c *binding.Compiled) []api.Strip {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -96,8 +95,8 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	}
 	now := time.Now().UnixMilli()
 	var added []db.ReleaseRow
-	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
-		hw, err := db.IngestHighWater(ctx, tx)
+	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
+		hw, err := tx.IngestHighWater(ctx)
 		if err != nil {
 			return err
 		}
@@ -109,11 +108,11 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 			r.Seq = hw
 			rows[i] = db.ReleaseRow{Release: r, Conversation: c.id, Branch: branch, CreatedMs: now}
 		}
-		if added, err = db.InsertReleases(ctx, tx, rows); err != nil {
+		if added, err = tx.InsertReleases(ctx, rows); err != nil {
 			return err
 		}
 		if refused != nil {
-			if err := db.UpdateRecord(ctx, tx, refused); err != nil {
+			if err := tx.UpdateRecord(ctx, refused); err != nil {
 				return err
 			}
 		}
