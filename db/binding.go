@@ -106,7 +106,6 @@ func (t *Tx) UpsertBranch(ctx context.Context, b BranchRow) error {
 	return nil
 }
 
-
 // InsertCompile stores a compile record (rec.Seq is the row's seq).
 // Retention is the daemon's: it picks what to forget from its mirror of
 // the conversation and calls ForgetCompiles in the same transaction.
