@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
+	"github.com/my-pi/bindery/api/jsonscan"
 )
 
 // Parser turns the complete lines of one session file, in file order, into a

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
+	"github.com/my-pi/bindery/api/jsonscan"
 	"github.com/my-pi/bindery/watcher/pisession"
 )
 
