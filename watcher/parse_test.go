@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 const v3Header = `{"type":"session","version":3,"id":"s-1","timestamp":"2026-03-01T10:00:00.000Z","cwd":"/w"}`
@@ -256,11 +256,11 @@ func TestParseV1SynthesizesIDs(t *testing.T) {
 // TestParseGenerated checks the parser against what the generator wrote,
 // line by line, for v3, v1 and a v1 file as pi migrates it.
 func TestParseGenerated(t *testing.T) {
-	v1 := pisession.Generate(pisession.Options{Seed: 7, Version: 1, Turns: 30})
-	for _, s := range []*pisession.Session{
-		pisession.Generate(pisession.Options{Seed: 1, Turns: 40}),
-		pisession.Generate(pisession.Options{Seed: 2, Turns: 40}),
-		pisession.Generate(pisession.Options{Seed: 11, Turns: 60, Pi16: true}),
+	v1 := pisessiontest.Generate(pisessiontest.Options{Seed: 7, Version: 1, Turns: 30})
+	for _, s := range []*pisessiontest.Session{
+		pisessiontest.Generate(pisessiontest.Options{Seed: 1, Turns: 40}),
+		pisessiontest.Generate(pisessiontest.Options{Seed: 2, Turns: 40}),
+		pisessiontest.Generate(pisessiontest.Options{Seed: 11, Turns: 60, Pi16: true}),
 		v1,
 		v1.Migrated(9),
 	} {
@@ -343,7 +343,7 @@ func TestParseGenerated(t *testing.T) {
 // FuzzParseLine checks that no line makes the parser panic and that a line
 // json.Valid rejects is always an error.
 func FuzzParseLine(f *testing.F) {
-	s := pisession.Generate(pisession.Options{Seed: 3, Turns: 5})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 3, Turns: 5})
 	for i := range s.Lines {
 		end := len(s.Data)
 		if i+1 < len(s.Offsets) {
@@ -366,7 +366,7 @@ func FuzzParseLine(f *testing.F) {
 // encoding/json on any valid line: the envelope strings and the message's
 // role and model must come out the same.
 func FuzzParseMatchesEncodingJSON(f *testing.F) {
-	s := pisession.Generate(pisession.Options{Seed: 4, Turns: 8})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 4, Turns: 8})
 	for i := range s.Lines {
 		end := len(s.Data)
 		if i+1 < len(s.Offsets) {
