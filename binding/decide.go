@@ -137,19 +137,6 @@ type Compiled struct {
 	Persist CompilePersist
 }
 
-// Thinking counts the stripped thinking blocks (api.md thinkingStripped).
-func (c *Compiled) Thinking() int { return len(c.Strips) }
-
-// StripAt reports whether the block at p is stripped.
-func (c *Compiled) StripAt(p Pos) bool {
-	for _, s := range c.Strips {
-		if s.Pos == p {
-			return true
-		}
-	}
-	return false
-}
-
 // StampKeys lists the keys of the request's signed thinking blocks, in order
 // and without repeats: the stamps the daemon must load for a compile.
 func StampKeys(r *Request) []Digest {

@@ -220,8 +220,15 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 	return nil
 }
 
-// Reader is the read-only pool, for queries added next to the ones here.
-func (d *DB) Reader() *sql.DB { return d.readers }
+// Ping runs a query on the read pool: the database answers (the
+// watchdog's probe).
+func (d *DB) Ping(ctx context.Context) error {
+	var n int
+	if err := d.readers.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return fmt.Errorf("database %s: %w", d.path, err)
+	}
+	return nil
+}
 
 // SchemaVersion is the database's PRAGMA user_version.
 func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
