@@ -13,8 +13,9 @@ import (
 
 // The Binder's jobs, a file each: the conversations it mirrors and their
 // locks (mirror.go), what a compile knows before it decides (facts.go),
-// compile (compile.go), accept (accept.go), release (release.go), and the
-// conversation view (view.go). What it decides is binding's; this package
+// compile (compile.go), accept (accept.go), release (release.go), a reply
+// seen only in the session file (attribute.go), and the conversation view
+// (view.go). What it decides is binding's; this package
 // gathers the facts, commits the outcome and publishes the events.
 
 // Binder wires binding's pure decision to the database and the feed: it

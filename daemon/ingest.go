@@ -24,7 +24,7 @@ type ingester struct {
 	published func([]db.Event)
 	// journal, when set, commits batches so their events are published in
 	// seq order with the binding calls' (it replaces published); attribute
-	// then runs with each committed batch (binding_ingest.go).
+	// then runs with each committed batch (attribute.go).
 	journal   *Journal
 	attribute func(context.Context, db.Batch, db.Ingested) error
 
