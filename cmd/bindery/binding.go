@@ -110,7 +110,7 @@ func acceptCmd(args []string, stdout, stderr io.Writer) error {
 	cmd := newCommand("accept", "--compile ID [--reply FILE] [--transformations FILE] [--usage FILE]", stdout, stderr)
 	fs, f := cmd.fs, cmd.client()
 	id := fs.String("compile", "", "the compile id the request was sent with")
-	reply := fs.String("reply", "", "the reply (assistant message in the provider's shape), JSON")
+	reply := fs.String("reply", "", "the reply (assistant message in the provider's shape: Messages or Bedrock Converse), JSON")
 	trs := fs.String("transformations", "", "the response's input_transformations, a JSON array")
 	usage := fs.String("usage", "", "the response's usage object, JSON")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
@@ -126,12 +126,21 @@ func acceptCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		// a whole provider response is accepted too: take its role and content
+		// (a Converse response's output.message is read by the daemon as it
+		// is; its input_transformations are in additionalModelResponseFields)
 		var resp struct {
 			Type                 string                    `json:"type"`
 			Role                 string                    `json:"role"`
 			Content              json.RawMessage           `json:"content"`
 			InputTransformations []api.InputTransformation `json:"input_transformations"`
 			Usage                json.RawMessage           `json:"usage"`
+			Output               json.RawMessage           `json:"output"`
+			Converse             struct {
+				InputTransformations []api.InputTransformation `json:"input_transformations"`
+			} `json:"additionalModelResponseFields"`
+		}
+		if json.Unmarshal(b, &resp) == nil && resp.Output != nil && *trs == "" {
+			call.InputTransformations = resp.Converse.InputTransformations
 		}
 		if json.Unmarshal(b, &resp) == nil && resp.Type == "message" {
 			b, _ = json.Marshal(map[string]any{"role": resp.Role, "content": resp.Content})

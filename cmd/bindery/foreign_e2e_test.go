@@ -52,16 +52,17 @@ func (d *bindDaemon) dbCount(q string, args ...any) int {
 	return n
 }
 
-// Bedrock Converse and OpenAI chat bodies (as pi's bedrock-converse-stream
-// and openai-completions build them, thinking signatures included) pass
-// through a real daemon byte for byte, and nothing is recorded: no compile
-// row, no event, no conversation. Their compile id accepts and releases
-// as a no-op, and the conversation's next Messages body compiles as usual.
+// OpenAI chat bodies (as pi's openai-completions builds them, reasoning
+// included) pass through a real daemon byte for byte, and nothing is
+// recorded: no compile row, no event, no conversation. Their compile id
+// accepts and releases as a no-op, and the conversation's next Messages
+// body compiles as usual. (Bedrock Converse bodies are compiled:
+// converse_e2e_test.go.)
 func TestNotMessagesBodiesPassThrough(t *testing.T) {
 	d := newDaemon(t)
 	const conv = "0193e6c4-ffff-7000-8000-000000000020"
 	events := func() int { return d.dbCount(`SELECT count(*) FROM events WHERE conversation = ?`, conv) }
-	for _, name := range []string{"converse.json", "openai-chat.json", "openai-chat-plain.json", "pi16-bedrock-converse.json", "pi16-openrouter-openai-chat.json"} {
+	for _, name := range []string{"openai-chat.json", "openai-chat-plain.json", "pi16-openrouter-openai-chat.json"} {
 		body, err := os.ReadFile(filepath.Join("..", "..", "binding", "testdata", "foreign", name))
 		if err != nil {
 			t.Fatal(err)
