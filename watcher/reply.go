@@ -21,6 +21,25 @@ package watcher
 // when it minted the block. An edit changes what later requests carry of
 // the reply; the next compile judges that against these stamps.
 
+// On pi's Bedrock route (api bedrock-converse-stream) the next request
+// carries the reply in Bedrock Converse's shape, the way pi's Converse
+// serializer converts it (bedrock-converse-stream.js, convertMessages):
+//
+//	thinking with a signature -> reasoningContent{reasoningText{text, signature}}
+//	thinking marked redacted  -> reasoningContent{redactedContent: its signature (the bytes' base64)}
+//	blank thinking            -> dropped (signed or not)
+//	unsigned thinking         -> {text: the thinking}
+//	blank text                -> dropped
+//	toolCall                  -> toolUse{toolUseId: id, name, input: arguments, or {}}
+//	any other block           -> dropped
+//
+// (pi also drops members with an empty key from a tool call's arguments;
+// such an argument makes the copy digest differently, so the block is
+// stripped, never sent stale.)
+
+// converseAPI is pi's api name for its Bedrock Converse route.
+const converseAPI = "bedrock-converse-stream"
+
 // replyBlock is one content block of an assistant message: spans of the
 // session line.
 type replyBlock struct {
@@ -41,7 +60,77 @@ func signedReply(e *Entry, blocks []replyBlock) []byte {
 	if !signed {
 		return nil
 	}
+	if e.API == converseAPI {
+		return appendConverseReply(nil, blocks)
+	}
 	return appendReply(nil, blocks)
+}
+
+// appendConverseReply is appendReply for pi's Bedrock route.
+func appendConverseReply(dst []byte, blocks []replyBlock) []byte {
+	dst = append(dst, `{"role":"assistant","content":[`...)
+	n := 0
+	next := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+	}
+	str := func(s []byte) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		dst = append(dst, '"')
+	}
+	value := func(v []byte, empty string) {
+		if len(v) == 0 {
+			v = []byte(empty)
+		}
+		dst = append(dst, v...)
+	}
+	for _, b := range blocks {
+		switch string(b.typ) {
+		case "thinking":
+			switch {
+			case b.redacted:
+				if len(b.sig) > 0 {
+					next()
+					dst = append(dst, `{"reasoningContent":{"redactedContent":`...)
+					str(b.sig)
+					dst = append(dst, `}}`...)
+				}
+			case blank(b.thinking):
+			case blank(b.sig):
+				next()
+				dst = append(dst, `{"text":`...)
+				str(b.thinking)
+				dst = append(dst, '}')
+			default:
+				next()
+				dst = append(dst, `{"reasoningContent":{"reasoningText":{"text":`...)
+				str(b.thinking)
+				dst = append(dst, `,"signature":`...)
+				str(b.sig)
+				dst = append(dst, `}}}`...)
+			}
+		case "text":
+			if !blank(b.text) {
+				next()
+				dst = append(dst, `{"text":`...)
+				str(b.text)
+				dst = append(dst, '}')
+			}
+		case "toolCall":
+			next()
+			dst = append(dst, `{"toolUse":{"toolUseId":`...)
+			value(b.id, `""`)
+			dst = append(dst, `,"name":`...)
+			value(b.name, `""`)
+			dst = append(dst, `,"input":`...)
+			value(b.args, `{}`)
+			dst = append(dst, `}}`...)
+		}
+	}
+	return append(dst, "]}"...)
 }
 
 func appendReply(dst []byte, blocks []replyBlock) []byte {

@@ -68,3 +68,21 @@ func TestReplyOnlyWhenSigned(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyConverseShape: on pi's Bedrock route the reply is in Converse's
+// shape, as pi's Converse serializer replays it (blank thinking dropped even
+// when signed; other blocks dropped), whatever the order of api and content.
+func TestReplyConverseShape(t *testing.T) {
+	content := `[{"type":"thinking","thinking":"hm","thinkingSignature":"S1"},{"type":"thinking","thinking":"   ","thinkingSignature":"S2"},` +
+		`{"type":"thinking","thinking":"[Reasoning redacted]","thinkingSignature":"AQID","redacted":true},{"type":"thinking","thinking":"plain","thinkingSignature":""},` +
+		`{"type":"text","text":" "},{"type":"text","text":"<b>"},{"type":"toolCall","id":"toolu_1","name":"read","arguments":{"path":"a"}},` +
+		`{"type":"toolCall","id":"toolu_2","name":"ls"},{"type":"image","data":"x","mimeType":"image/png"}]`
+	want := `{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hm","signature":"S1"}}},{"reasoningContent":{"redactedContent":"AQID"}},` +
+		`{"text":"plain"},{"text":"<b>"},{"toolUse":{"toolUseId":"toolu_1","name":"read","input":{"path":"a"}}},{"toolUse":{"toolUseId":"toolu_2","name":"ls","input":{}}}]}`
+	for _, line := range []string{
+		`{"type":"message","id":"a","parentId":"u","message":{"role":"assistant","api":"bedrock-converse-stream","provider":"amazon-bedrock","content":` + content + `}}`,
+		`{"type":"message","id":"a","parentId":"u","message":{"role":"assistant","content":` + content + `,"api":"bedrock-converse-stream","model":"us.anthropic.claude-opus-5-5"}}`,
+	} {
+		sameJSON(t, replyOf(t, line), want)
+	}
+}

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { judge } from "./fake-anthropic.js";
 import { FakeBedrock, toNative, type BedrockRecorded } from "./fake-bedrock.js";
-import { BinderyProcess, binderyForTests, fixtures, get, packageDir, piCli, piIs1x, piVersion, PiHome, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, binderyForTests, fixtures, get, lossyProxy, packageDir, piCli, piIs1x, piVersion, PiHome, tempRoot, type PiRun } from "./e2e-support.js";
 
 const { bin, skip: noBindery, error } = await binderyForTests("e2e bedrock");
 const lineDir = join(packageDir, "lines", "pi-1.6");
@@ -196,5 +196,30 @@ describe("pi 1.x amazon-bedrock (Converse) + pi-bindery + bindery + fake Bedrock
     const mark2 = fake.requests.length;
     ok(await home.run(["-c", "three, again tools:1"], late), "the retry");
     assert.deepEqual(fake.requests.slice(mark2).filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), [], "clean after the release");
+  });
+
+  test("accepts lost on the way (a proxy drops them): the Converse replies are attributed from the requests and the session file, still replayed and read", async (t) => {
+    const root = tempRoot();
+    const d = new BinderyProcess(bin, root);
+    await d.start();
+    t.after(() => d.stop());
+    const from = fake.requests.length;
+    const proxySock = join(root, "p.sock");
+    let loseAccepts = false;
+    const proxy = await lossyProxy(d.socketPath, proxySock, (p) => loseAccepts && p === "/v1/accept");
+    t.after(() => proxy.close());
+    const home = new BedrockHome(root, fake.baseUrl, { socketPath: proxySock, compileTimeoutMs: 10_000, callTimeoutMs: 10_000 }, d.agentDir);
+    ok(await home.run(["one tools:1"]), "run 1");
+    loseAccepts = true;
+    ok(await home.run(["-c", "two tools:1 double"]), "run 2");
+    loseAccepts = false;
+    assert.equal(proxy.dropped.length, 2, "both accepts of run 2 were lost");
+    ok(await home.run(["-c", "three"]), "run 3");
+    const reqs = fake.requests.slice(from);
+    assert.deepEqual(reqs.filter((r) => r.verdict.status !== 200).map((r) => r.verdict.error), [], "no refusals");
+    const last = reqs.at(-1)!;
+    assert.equal(last.verdict.thinkingSent, sum(reqs.slice(0, -1), (r) => r.minted.length), "replies whose accept was lost are still replayed");
+    assert.equal(last.verdict.thinkingRead, last.verdict.thinkingSent, "and read");
+    assert.equal(last.verdict.transformations.length, 0);
   });
 });
