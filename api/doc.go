@@ -8,11 +8,15 @@
 // POST /v1/compile:
 //   - The answer carries thinkingKept: the thinking blocks sent on, beside
 //     thinkingStripped.
-//   - A body that is not an Anthropic Messages body (Bedrock Converse,
-//     OpenAI chat: they carry a messages array too) comes back byte for
-//     byte with bound false, nothing recorded, and notMessages saying why
-//     (binding/foreign.go decides; README, "What bindery compiles"). Its
-//     compile id (u_...) accepts and releases as a no-op.
+//   - request may be a Bedrock Converse body as well as an Anthropic
+//     Messages body (binding/converse.go; README, "What bindery
+//     compiles"): compiled, recorded and rewritten the same way; strips,
+//     droppedMessages and paths index its messages and content arrays as
+//     given.
+//   - A body that is another API's (OpenAI chat: it carries a messages
+//     array too) comes back byte for byte with bound false, nothing
+//     recorded, and notMessages saying why (binding/foreign.go decides).
+//     Its compile id (u_...) accepts and releases as a no-op.
 //   - Strip reasons add unsigned: an empty signature or data, stripped on
 //     every model, never a release.
 //   - Limits (README, "Limits"): ids, sessionFile and the messages array
@@ -21,13 +25,20 @@
 //     --min-body-rate is 408 body_timeout. A compile whose caller went away
 //     records nothing.
 //
-// POST /v1/accept: a repeated accept answers 200 with repeated true while
-// the compile is within the newest --accepted-window accepted compiles of
-// its conversation; beyond it 404 compile_forgotten, and an id this
-// database never made 404 unknown_compile (compile ids carry their seq, so
-// the two are told apart after any restart).
+// POST /v1/accept: reply may be in Bedrock Converse's shape (the message,
+// or a whole Converse response: output.message); inputTransformations are
+// then what Bedrock returns in
+// additionalModelResponseFields.input_transformations, their paths counting
+// a message's blocks without its cachePoint blocks. A repeated accept
+// answers 200 with repeated true while the compile is within the newest
+// --accepted-window accepted compiles of its conversation; beyond it 404
+// compile_forgotten, and an id this database never made 404 unknown_compile
+// (compile ids carry their seq, so the two are told apart after any
+// restart).
 //
-// POST /v1/release: by signature, a block bindery holds no record of (no
+// POST /v1/release: the path of a Bedrock refusal (a ValidationException
+// carrying the provider's messages.N.content.M text) counts blocks as
+// accept's paths do. By signature, a block bindery holds no record of (no
 // remembered compile sent it, no accept stamped it, no session file holds
 // it) records nothing and answers released 0 with a reason.
 //
