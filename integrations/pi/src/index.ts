@@ -1,6 +1,7 @@
 /**
- * pi-bindery: routes every Anthropic request pi makes through the bindery daemon, so pi
- * replays exactly the signed thinking the provider will accept.
+ * pi-bindery: routes every request pi makes to Claude (Anthropic's API, Amazon Bedrock)
+ * through the bindery daemon, so pi replays exactly the signed thinking the provider will
+ * accept.
  *
  * Hooks (pi-coding-agent 0.73 shapes, unchanged in 1.x; 1.x-only hooks marked):
  * - before_provider_request {payload}: pi's final provider params. POST /v1/compile with

@@ -134,6 +134,28 @@ describe("pi 1.x amazon-bedrock (Converse) + pi-bindery + bindery + fake Bedrock
     assert.equal(conv.status, 200, JSON.stringify(conv.body));
     assert.equal(conv.body.compiles, reqs.length, "one compile per request: Converse bodies are compiled, not passed by");
     assert.equal(conv.body.stamps, sum(reqs, (r) => r.minted.length), "every minted block stamped: each Converse accept reached its compile");
+
+    // bindery report prices the Bedrock usage from pi's own cost fields.
+    const file = home.sessionFiles()[0];
+    const costs = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      .filter((e) => e.type === "message" && e.message?.role === "assistant")
+      .map((e) => e.message.usage?.cost?.total as number);
+    assert.equal(costs.length, reqs.length, "one assistant entry per request");
+    assert.ok(costs.every((c) => typeof c === "number" && c > 0), `pi priced every Bedrock reply: ${costs}`);
+    // The report reads the session file bindery follows: wait until it has every request.
+    let rep = await get(d.socketPath, `/v1/report?session=${id}`);
+    for (const deadline = Date.now() + 60_000; !(rep.status === 200 && rep.body.figures?.requests?.total === reqs.length) && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      rep = await get(d.socketPath, `/v1/report?session=${id}`);
+    }
+    assert.equal(rep.status, 200, JSON.stringify(rep.body));
+    assert.equal(rep.body.figures.requests.total, reqs.length, "the report has every request");
+    const spend = rep.body.figures.spend;
+    assert.equal(spend.fromPi, reqs.length, `every request priced from pi's usage.cost: ${JSON.stringify(spend)}`);
+    assert.equal(spend.unpriced, 0);
+    const total = costs.reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(spend.total - total) < 1e-9, `report spend ${spend.total} = pi's ${total}`);
+    assert.ok(rep.body.requests.every((r: any) => r.model === MODEL && r.costSource === "pi" && r.regime !== "unknown"), `requests: ${JSON.stringify(rep.body.requests.map((r: any) => [r.model, r.costSource, r.regime]))}`);
   });
 
   test("the figure on Bedrock: a pruner rewrites old tool results mid-session; pi alone loses blocks to its own drop_block, with bindery none, and reads the provider's maximum", async (t) => {
