@@ -150,15 +150,14 @@ func (p *Parser) converseToolConfig() (d Digest, has bool, err error) {
 	if c.in[start] != '{' {
 		return Digest{}, false, nil
 	}
-	members(c.in, start, func(key []byte, v, _ int) bool {
-		if !rawKeyIs(key, "tools") {
-			return true
+	for key, v, _, i, ok := nextMember(c.in, start+1); ok; key, v, _, i, ok = nextMember(c.in, i) {
+		if rawKeyIs(key, "tools") {
+			c.pos = v
+			d, err = p.converseSeedPart(c.in[v] == '[', kindTools)
+			has = true
+			break
 		}
-		c.pos = v
-		d, err = p.converseSeedPart(c.in[v] == '[', kindTools)
-		has = true
-		return false
-	})
+	}
 	c.pos, c.out = end, c.out[:mark]
 	return d, has, err
 }
@@ -256,15 +255,12 @@ func (p *Parser) converseBlock(start int) (BlockKind, Span) {
 	case rawKeyIs(rkey, "redactedContent"):
 		return KindRedacted, Span{rval, rend}
 	case rawKeyIs(rkey, "reasoningText") && in[rval] == '{':
-		var sig Span
-		members(in, rval, func(k []byte, v, e int) bool {
+		for k, v, e, i, ok := nextMember(in, rval+1); ok; k, v, e, i, ok = nextMember(in, i) {
 			if rawKeyIs(k, "signature") {
-				sig = Span{v, e}
-				return false
+				return KindThinking, Span{v, e}
 			}
-			return true
-		})
-		return KindThinking, sig
+		}
+		return KindThinking, Span{}
 	}
 	return KindOther, Span{}
 }
@@ -284,35 +280,34 @@ func memberOf(in []byte, start int) string {
 // only returns the first member of the valid object at start (raw key,
 // value span) and how many members it has, counting to 2 at most.
 func only(in []byte, start int) (key []byte, v, e, n int) {
-	members(in, start, func(k []byte, vs, ve int) bool {
-		n++
-		if n == 1 {
-			key, v, e = k, vs, ve
-		}
-		return n < 2
-	})
-	return key, v, e, n
+	key, v, e, i, ok := nextMember(in, start+1)
+	if !ok {
+		return nil, 0, 0, 0
+	}
+	if _, _, _, _, more := nextMember(in, i); more {
+		return key, v, e, 2
+	}
+	return key, v, e, 1
 }
 
-// members calls f with each member of the valid object at start (its raw
-// key, between the quotes, and its value's span) until f returns false.
-// It validates nothing: the canonicalizer read the text first.
-func members(in []byte, start int, f func(key []byte, v, e int) bool) {
-	i := skipWS(in, start+1)
-	for i < len(in) && in[i] == '"' {
-		ke := stringEnd(in, i)
-		key := in[i+1 : ke-1]
-		v := skipWS(in, ke)
-		v = skipWS(in, v+1) // past ':'
-		e := valueEnd(in, v)
-		if !f(key, v, e) {
-			return
-		}
-		i = skipWS(in, e)
-		if i < len(in) && in[i] == ',' {
-			i = skipWS(in, i+1)
-		}
+// nextMember reads the member of a valid object that starts at or after i
+// (just past the object's '{', or where the previous call said): its raw
+// key (between the quotes), its value's span, and where to look for the
+// next one; ok is false past the last member. It validates nothing: the
+// canonicalizer read the text first.
+func nextMember(in []byte, i int) (key []byte, v, e, next int, ok bool) {
+	i = skipWS(in, i)
+	if i < len(in) && in[i] == ',' {
+		i = skipWS(in, i+1)
 	}
+	if i >= len(in) || in[i] != '"' {
+		return nil, 0, 0, i, false
+	}
+	ke := stringEnd(in, i)
+	key = in[i+1 : ke-1]
+	v = skipWS(in, skipWS(in, ke)+1) // past ':'
+	e = valueEnd(in, v)
+	return key, v, e, e, true
 }
 
 func skipWS(in []byte, i int) int {
@@ -350,7 +345,12 @@ func valueEnd(in []byte, i int) int {
 }
 
 // rawKeyIs reports whether the raw key (between its quotes) decodes to want.
-func rawKeyIs(key []byte, want string) bool { return decodedKey(key) == want }
+func rawKeyIs(key []byte, want string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == want // no allocation
+	}
+	return decodedKey(key) == want
+}
 
 // decodedKey decodes a raw key (between its quotes, valid).
 func decodedKey(key []byte) string {

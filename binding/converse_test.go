@@ -2,6 +2,8 @@ package binding
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -389,5 +391,50 @@ func TestBedrockModelIDs(t *testing.T) {
 	// Fable 5.1 reads Opus 5.5 on the Claude API only: not on Bedrock.
 	if tab.Reads("us.anthropic.claude-fable-5-1", "claude-opus-5-5") || !tab.Reads("claude-fable-5-1", "us.anthropic.claude-opus-5-5") {
 		t.Fatal("the Claude-API-only read holds on Bedrock, or not on the Claude API")
+	}
+}
+
+// converseAndMessages builds the same conversation twice, as a Converse body
+// (pi's Bedrock shape) and as a Messages body: n tool rounds, each a
+// reasoning block, a tool call and a ~2 KB tool result.
+func converseAndMessages(n int) (conv, msgs []byte) {
+	out := strings.Repeat("package a // some file content with \"quotes\" and\ttabs\n", 40)
+	var c, m []string
+	c, m = append(c, cu("start")), append(m, u("start"))
+	for i := range n {
+		id, sig := fmt.Sprintf("t%d", i), fmt.Sprintf("SIG%06d", i)
+		c = append(c, ca(crt(sig), ctu(id)), ctr(id, out))
+		m = append(m, a(th(sig), tu(id)), tr(id, out))
+	}
+	return cbody(bedrockOpus55, "sys", "auto", withCache(c)), body(opus55, "sys", m)
+}
+
+// BenchmarkParseConverse compares reading a Converse body with reading the
+// same conversation as Messages, and with json.Valid over the Converse
+// bytes, in the same run (go test -bench ParseConverse ./binding).
+func BenchmarkParseConverse(b *testing.B) {
+	conv, msgs := converseAndMessages(250)
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(conv)))
+		loopCPU(b, func() {
+			if !json.Valid(conv) {
+				b.Fatal("invalid")
+			}
+		})
+	})
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{{"Messages", msgs}, {"Converse", conv}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var p Parser
+			b.SetBytes(int64(len(tc.body)))
+			b.ReportAllocs()
+			loopCPU(b, func() {
+				if r, err := p.Parse(tc.body); err != nil || !r.Bound {
+					b.Fatal(err)
+				}
+			})
+		})
 	}
 }

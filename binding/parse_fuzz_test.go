@@ -75,6 +75,9 @@ func FuzzParseRequest(f *testing.F) {
 		"{\"messages\":[{\"\xff\":1,\"\\ud800\":2}]}",
 		`{"messages":[1, "x", null, {"content":{}}], "model": 5}`,
 		`{"messages":[{"role":"user","content":"0123456789012345678901234567890123456789012345678901234567890123456789"},{"role":"user","content":"0123456789012345678901234567890123456789012345678901234567890123456789","x":1}]}`,
+		// Bedrock Converse (converse.go), the shape read again when its member comes late.
+		`{"modelId":"m","system":[{"text":"s"},{"cachePoint":{"type":"default"}}],"toolConfig":{"tools":[{"toolSpec":{"name":"t"}},{"cachePoint":{}}]},"messages":[{"role":"user","content":[{"text":"q"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"t","signature":"s"}}},{"reasoningContent":{"redactedContent":"AQID"}},{"toolUse":{"toolUseId":"u","name":"t","input":{}}}]}]}`,
+		`{"messages":[{"role":"user","content":[{"text":"q"}]},{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"signature":"\u0073"}}},{"\u0063achePoint":{}}]}],"inferenceConfig":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
