@@ -26,7 +26,9 @@
 //     records nothing.
 //
 // POST /v1/accept: reply may be in Bedrock Converse's shape (the message,
-// or a whole Converse response: output.message); inputTransformations are
+// a whole Converse response: output.message, or a ConverseStream
+// response's events as a JSON array, assembled by
+// binding.ConverseStreamReply); inputTransformations are
 // then what Bedrock returns in
 // additionalModelResponseFields.input_transformations, their paths counting
 // a message's blocks without its cachePoint blocks. A repeated accept

@@ -203,13 +203,22 @@ func CompactionOf(rec *CompileRecord, reply *Message, models *ModelTable) (Compa
 //     Messages response: its other fields are ignored);
 //   - Converse: {"role": "assistant", "content": [{reasoningContent}, {text},
 //     {toolUse}, ...]}, or a whole Converse response, whose message is at
-//     output.message. A content array is Converse when every block is an
-//     object of one member and none has a type member.
+//     output.message, or a ConverseStream response's events (a JSON array:
+//     ConverseStreamReply assembles the message). A content array is
+//     Converse when every block is an object of one member and none has a
+//     type member.
 //
 // Only role and content count: a host replays the reply as those two fields
 // (pi's serializers do), so other fields of a provider response (id, model,
 // stop_reason, usage) are ignored. Block chains are not set (see StampReply).
 func ParseReply(reply []byte) (*Message, error) {
+	if t := bytes.TrimSpace(reply); len(t) > 0 && t[0] == '[' {
+		m, err := ConverseStreamReply(t)
+		if err != nil {
+			return nil, err
+		}
+		reply = m
+	}
 	var v struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`

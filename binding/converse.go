@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Bedrock Converse requests (Claude on Amazon Bedrock; pi 1.6's
@@ -384,10 +385,24 @@ func converseReplyContent(content json.RawMessage) bool {
 // input_transformations), a message_delta event, a Converse response
 // (additionalModelResponseFields.input_transformations, present when the
 // request named "/input_transformations" in additionalModelResponseFieldPaths),
-// or a ConverseStream messageStop event, bare or wrapped in {"messageStop":
-// ...}. ok is false when the response carries none (absent is not empty:
-// without the beta the provider reports nothing).
+// a ConverseStream messageStop event, bare or wrapped in {"messageStop":
+// ...}, or a ConverseStream response's event list (ConverseStreamReply). ok
+// is false when the response carries none (absent is not empty: without the
+// beta the provider reports nothing).
 func InputTransformationsOf(response []byte) (trs []InputTransformation, ok bool, err error) {
+	if t := bytes.TrimSpace(response); len(t) > 0 && t[0] == '[' {
+		// A ConverseStream response's events: the messageStop one carries them.
+		var evs []json.RawMessage
+		if err := json.Unmarshal(t, &evs); err != nil {
+			return nil, false, fmt.Errorf("input_transformations: %w", err)
+		}
+		for _, ev := range evs {
+			if trs, ok, err = InputTransformationsOf(ev); err != nil || ok {
+				return trs, ok, err
+			}
+		}
+		return nil, false, nil
+	}
 	var v struct {
 		trFields
 		Message *trFields `json:"message"`
@@ -413,4 +428,145 @@ func InputTransformationsOf(response []byte) (trs []InputTransformation, ok bool
 
 type trFields struct {
 	InputTransformations *[]InputTransformation `json:"input_transformations"`
+}
+
+// A ConverseStream response, as a host holds it: its events in order, each
+// the SDK's union object ({"messageStart": {...}}, {"contentBlockDelta":
+// {...}}, ...). ConverseStreamReply assembles the reply the stream carried,
+// as the Converse message a later request replays ({"role": "assistant",
+// "content": [...]}), blocks in contentBlockIndex order:
+//   - text deltas are concatenated into {text};
+//   - reasoningContent deltas: text and signature into {reasoningContent:
+//     {reasoningText: {text, signature}}}, redactedContent chunks (base64
+//     each, as AWS JSON writes bytes) decoded, joined and written again as
+//     one base64 text into {reasoningContent: {redactedContent}};
+//   - a contentBlockStart's toolUse (toolUseId, name) and its input deltas
+//     (JSON text in pieces) into {toolUse: {toolUseId, name, input}}, input
+//     {} when none came.
+//
+// The messageStop event's additionalModelResponseFields are read by
+// InputTransformationsOf, which takes the same event list.
+func ConverseStreamReply(events []byte) ([]byte, error) {
+	var evs []struct {
+		Start *struct {
+			Index int `json:"contentBlockIndex"`
+			Start struct {
+				ToolUse *struct {
+					ID   string `json:"toolUseId"`
+					Name string `json:"name"`
+				} `json:"toolUse"`
+			} `json:"start"`
+		} `json:"contentBlockStart"`
+		Delta *struct {
+			Index int `json:"contentBlockIndex"`
+			Delta struct {
+				Text      *string `json:"text"`
+				Reasoning *struct {
+					Text      *string `json:"text"`
+					Signature *string `json:"signature"`
+					Redacted  []byte  `json:"redactedContent"`
+				} `json:"reasoningContent"`
+				ToolUse *struct {
+					Input string `json:"input"`
+				} `json:"toolUse"`
+			} `json:"delta"`
+		} `json:"contentBlockDelta"`
+	}
+	if err := json.Unmarshal(events, &evs); err != nil {
+		return nil, fmt.Errorf("%w: ConverseStream events: %v", ErrBadReply, err)
+	}
+	type acc struct {
+		kind                  string // "text", "reasoning", "redacted", "toolUse"
+		text, sig, input []byte
+		redacted         []byte
+		toolID, toolName string
+		hasSignature     bool
+	}
+	blocks := map[int]*acc{}
+	at := func(i int, kind string) (*acc, error) {
+		if i < 0 || i > 1<<20 {
+			return nil, fmt.Errorf("%w: contentBlockIndex %d", ErrBadReply, i)
+		}
+		b := blocks[i]
+		if b == nil {
+			b = &acc{kind: kind}
+			blocks[i] = b
+		}
+		if b.kind == "reasoning" && kind == "redacted" {
+			b.kind = kind
+		} else if b.kind != kind && !(b.kind == "redacted" && kind == "reasoning") {
+			return nil, fmt.Errorf("%w: block %d is both %s and %s", ErrBadReply, i, b.kind, kind)
+		}
+		return b, nil
+	}
+	for _, ev := range evs {
+		switch {
+		case ev.Start != nil && ev.Start.Start.ToolUse != nil:
+			b, err := at(ev.Start.Index, "toolUse")
+			if err != nil {
+				return nil, err
+			}
+			b.toolID, b.toolName = ev.Start.Start.ToolUse.ID, ev.Start.Start.ToolUse.Name
+		case ev.Delta != nil:
+			d := ev.Delta.Delta
+			var err error
+			var b *acc
+			switch {
+			case d.Text != nil:
+				if b, err = at(ev.Delta.Index, "text"); err == nil {
+					b.text = append(b.text, *d.Text...)
+				}
+			case d.Reasoning != nil && d.Reasoning.Redacted != nil:
+				if b, err = at(ev.Delta.Index, "redacted"); err == nil {
+					b.redacted = append(b.redacted, d.Reasoning.Redacted...)
+				}
+			case d.Reasoning != nil:
+				if b, err = at(ev.Delta.Index, "reasoning"); err == nil {
+					if d.Reasoning.Text != nil {
+						b.text = append(b.text, *d.Reasoning.Text...)
+					}
+					if d.Reasoning.Signature != nil {
+						b.sig, b.hasSignature = append(b.sig, *d.Reasoning.Signature...), true
+					}
+				}
+			case d.ToolUse != nil:
+				if b, err = at(ev.Delta.Index, "toolUse"); err == nil {
+					b.input = append(b.input, d.ToolUse.Input...)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	idx := make([]int, 0, len(blocks))
+	for i := range blocks {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	content := make([]any, 0, len(idx))
+	for _, i := range idx {
+		b := blocks[i]
+		switch b.kind {
+		case "text":
+			content = append(content, map[string]any{"text": string(b.text)})
+		case "redacted":
+			content = append(content, map[string]any{"reasoningContent": map[string]any{"redactedContent": b.redacted}})
+		case "reasoning":
+			rt := map[string]any{"text": string(b.text)}
+			if b.hasSignature {
+				rt["signature"] = string(b.sig)
+			}
+			content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": rt}})
+		case "toolUse":
+			input := json.RawMessage(b.input)
+			if len(bytes.TrimSpace(input)) == 0 {
+				input = json.RawMessage(`{}`)
+			} else if !json.Valid(input) {
+				return nil, fmt.Errorf("%w: block %d: toolUse input is not JSON", ErrBadReply, i)
+			}
+			content = append(content, map[string]any{"toolUse": map[string]any{"toolUseId": b.toolID, "name": b.toolName, "input": input}})
+		}
+	}
+	return json.Marshal(map[string]any{"role": "assistant", "content": content})
 }

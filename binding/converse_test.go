@@ -438,3 +438,57 @@ func BenchmarkParseConverse(b *testing.B) {
 		})
 	}
 }
+
+// A ConverseStream response's events assemble into the reply a request
+// replays (the same digests), and carry the drops on messageStop.
+func TestConverseStreamReply(t *testing.T) {
+	events := `[{"messageStart":{"role":"assistant"}},
+		{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"think "}}}},
+		{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"S1"}}}},
+		{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"S"}}}},
+		{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"1"}}}},
+		{"contentBlockStop":{"contentBlockIndex":0}},
+		{"contentBlockDelta":{"contentBlockIndex":1,"delta":{"reasoningContent":{"redactedContent":"AQI="}}}},
+		{"contentBlockDelta":{"contentBlockIndex":1,"delta":{"reasoningContent":{"redactedContent":"Aw=="}}}},
+		{"contentBlockDelta":{"contentBlockIndex":2,"delta":{"text":"hel"}}},
+		{"contentBlockDelta":{"contentBlockIndex":2,"delta":{"text":"lo"}}},
+		{"contentBlockStart":{"contentBlockIndex":3,"start":{"toolUse":{"toolUseId":"t1","name":"read"}}}},
+		{"contentBlockDelta":{"contentBlockIndex":3,"delta":{"toolUse":{"input":"{\"path\":"}}}},
+		{"contentBlockDelta":{"contentBlockIndex":3,"delta":{"toolUse":{"input":"\"a.go\"}"}}}},
+		{"contentBlockStart":{"contentBlockIndex":4,"start":{"toolUse":{"toolUseId":"t2","name":"ls"}}}},
+		{"messageStop":{"stopReason":"tool_use","additionalModelResponseFields":{"input_transformations":[{"type":"thinking_dropped","path":"messages.1.content.0","reason":"prefix_binding_mismatch"}]}}},
+		{"metadata":{"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3}}}]`
+	m, err := ParseReply([]byte(events))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := ca(crt("S1"), crd("AQID"), ctx("hello"), ctu("t1"), `{"toolUse":{"toolUseId":"t2","name":"ls","input":{}}}`)
+	req, err := ParseRequest(cbody(bedrockOpus55, "s", "auto", []string{cu("q"), replay}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := req.Messages[1]
+	if len(m.Blocks) != len(want.Blocks) || m.Frame != want.Frame {
+		t.Fatalf("%d blocks, want %d", len(m.Blocks), len(want.Blocks))
+	}
+	for j := range m.Blocks {
+		g, w := m.Blocks[j], want.Blocks[j]
+		if g.Kind != w.Kind || g.Key != w.Key || g.Digest != w.Digest {
+			t.Fatalf("block %d: %+v, want %+v", j, g, w)
+		}
+	}
+	trs, ok, err := InputTransformationsOf([]byte(events))
+	if err != nil || !ok || len(trs) != 1 || trs[0].Path != "messages.1.content.0" {
+		t.Fatalf("%v %v %v", trs, ok, err)
+	}
+	for _, bad := range []string{
+		`[{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"text":"a"}}},{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"b"}}}}]`,
+		`[{"contentBlockStart":{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t","name":"n"}}}},{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{"}}}}]`,
+		`[{"contentBlockDelta":{"contentBlockIndex":-1,"delta":{"text":"a"}}}]`,
+		`[{"contentBlockDelta":{"contentBlockIndex":0,"delta":{"reasoningContent":{"redactedContent":"not base64!"}}}}]`,
+	} {
+		if _, err := ParseReply([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
