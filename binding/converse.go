@@ -476,7 +476,7 @@ func ConverseStreamReply(events []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: ConverseStream events: %v", ErrBadReply, err)
 	}
 	type acc struct {
-		kind                  string // "text", "reasoning", "redacted", "toolUse"
+		kind             string // "text", "reasoning", "redacted", "toolUse"
 		text, sig, input []byte
 		redacted         []byte
 		toolID, toolName string
