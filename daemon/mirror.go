@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
@@ -82,7 +81,7 @@ func (b *Binder) lock(ctx context.Context, id string) (*conv, error) {
 func (b *Binder) load(ctx context.Context, c *conv) error {
 	st, err := b.db.LoadConversation(ctx, c.id)
 	if err != nil {
-		return fmt.Errorf("load conversation %q: %w", c.id, err)
+		return err // db names the conversation
 	}
 	c.stored = st.Found
 	c.row = st.Conversation
