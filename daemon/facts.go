@@ -34,15 +34,23 @@ type compileFacts struct {
 // gather reads a compile's facts.
 func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req *binding.Request) (*compileFacts, error) {
 	f := &compileFacts{}
-	session, err := b.db.Session(ctx, c.id)
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		session = db.Session{}
-	case err != nil:
-		return nil, fmt.Errorf("pi session of conversation %q: %w", c.id, err)
+	// The conversation's pi session row, read only where a fact needs it
+	// (a leaf not ingested yet, a conversation compiled for the first time).
+	var session *db.Session
+	sessionRow := func() (db.Session, error) {
+		if session == nil {
+			s, err := b.db.Session(ctx, c.id)
+			switch {
+			case errors.Is(err, db.ErrNotFound):
+			case err != nil:
+				return db.Session{}, fmt.Errorf("pi session of conversation %q: %w", c.id, err)
+			}
+			session = &s
+		}
+		return *session, nil
 	}
-	isPi := session.ID != ""
-	if f.path, err = b.branchPath(ctx, c.id, call.Branch, isPi); err != nil {
+	var err error
+	if f.path, err = b.branchPath(ctx, c.id, call.Branch, sessionRow); err != nil {
 		return nil, err
 	}
 	if !f.path.pi {
@@ -58,7 +66,11 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	case c.stored && c.row.ParentConversation != "":
 		f.parent = &api.BranchRef{Conversation: c.row.ParentConversation, Branch: c.row.ParentBranch}
 	case !c.stored:
-		if f.parent, err = b.parentOf(ctx, call, session); err != nil {
+		s, err := sessionRow()
+		if err != nil {
+			return nil, err
+		}
+		if f.parent, err = b.parentOf(ctx, call, s); err != nil {
 			return nil, err
 		}
 	}
@@ -107,10 +119,10 @@ func (b *Binder) stamps(ctx context.Context, keys []binding.Digest) (map[binding
 }
 
 // branchPath is what the compile's branch is on pi's tree: its path when
-// the leaf is ingested. isPi: bindery has ingested the conversation's
-// session, so a leaf not ingested yet (pi writes the reply after the
-// request) is still a leaf of pi's tree.
-func (b *Binder) branchPath(ctx context.Context, conversation, branch string, isPi bool) (*pathInfo, error) {
+// the leaf is ingested. A leaf not ingested yet (pi writes the reply after
+// the request) is still a leaf of pi's tree when bindery has ingested the
+// conversation's session (its row, from session).
+func (b *Binder) branchPath(ctx context.Context, conversation, branch string, session func() (db.Session, error)) (*pathInfo, error) {
 	pi := &pathInfo{memo: map[string]pathMemo{}}
 	if branch == "" {
 		return pi, nil
@@ -128,7 +140,11 @@ func (b *Binder) branchPath(ctx context.Context, conversation, branch string, is
 		}
 		return pi, nil
 	}
-	pi.pi = isPi
+	s, err := session()
+	if err != nil {
+		return nil, err
+	}
+	pi.pi = s.ID != ""
 	return pi, nil
 }
 
