@@ -238,9 +238,9 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 	if len(need) == 0 {
 		return tree, nil
 	}
-	entries, err := b.db.BlockEntries(ctx, c.id, need)
+	entries, err := b.blockEntries(ctx, pi, c.id, need)
 	if err != nil {
-		return nil, fmt.Errorf("entries of released blocks in session %q: %w", c.id, err)
+		return nil, err
 	}
 	tree.Entries = entries
 	tree.Paths = make(map[string][]binding.PathEntry, len(leaves))
@@ -254,6 +254,36 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 		}
 	}
 	return tree, nil
+}
+
+// blockEntries is db.BlockEntries through the compile's memo: a block's
+// entry is read once per compile, whichever fact asks first.
+func (b *Binder) blockEntries(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) (map[binding.Digest]string, error) {
+	if pi.entries == nil {
+		pi.entries = map[binding.Digest]string{}
+	}
+	var need []binding.Digest
+	for _, k := range keys {
+		if _, ok := pi.entries[k]; !ok {
+			need = append(need, k)
+		}
+	}
+	if len(need) > 0 {
+		got, err := b.db.BlockEntries(ctx, conversation, need)
+		if err != nil {
+			return nil, fmt.Errorf("entries of blocks in session %q: %w", conversation, err)
+		}
+		for _, k := range need {
+			pi.entries[k] = got[k] // "": not in the file
+		}
+	}
+	out := make(map[binding.Digest]string, len(keys))
+	for _, k := range keys {
+		if e := pi.entries[k]; e != "" {
+			out[k] = e
+		}
+	}
+	return out, nil
 }
 
 // branchReleases is rows as binding reads them.
@@ -303,6 +333,9 @@ type pathInfo struct {
 	// branch (made at leaves after it)
 	proven bool
 	memo   map[string]pathMemo // other leaves' paths, looked up once per call
+	// entries: the session entry of each block looked up in this call
+	// ("": not in the file), read once whichever fact asks
+	entries map[binding.Digest]string
 	// forkedFrom: for a conversation without a session tree, the branches
 	// (of the same conversation) this one was forked from, nearest first.
 	// Their compiles are this branch's history before the fork.
@@ -329,9 +362,9 @@ func toBindingPath(p []db.PathEntry) []binding.PathEntry {
 // session file already shows.
 func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) error {
 	for i := len(keys) - 1; i >= 0; i-- {
-		entries, err := b.db.BlockEntries(ctx, conversation, keys[i:i+1])
+		entries, err := b.blockEntries(ctx, pi, conversation, keys[i:i+1])
 		if err != nil {
-			return fmt.Errorf("entry of a block in session %q: %w", conversation, err)
+			return err
 		}
 		entry, ok := entries[keys[i]]
 		if !ok {
