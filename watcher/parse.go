@@ -21,6 +21,9 @@ type Parser struct {
 	// intern shares the few distinct values of fields like type, role and
 	// model between entries instead of allocating each again.
 	intern map[string]string
+	// blocks is the scratch list of an assistant message's content spans
+	// (reply.go), reused from entry to entry.
+	blocks []replyBlock
 }
 
 const maxInterned = 512
@@ -357,7 +360,8 @@ const FrontierCustomType = "context-prune-frontier"
 // end. pi writes role before content, so content is usually read in the same
 // pass; otherwise it is read once role is known.
 func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
-	var blocks []replyBlock
+	blocks := p.blocks[:0]
+	defer func() { p.blocks = blocks[:0] }()
 	contentStart := -1
 	contentDone := false
 	exclude := false

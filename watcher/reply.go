@@ -63,7 +63,21 @@ func signedReply(e *Entry, blocks []replyBlock) []byte {
 	if e.API == converseAPI {
 		return appendConverseReply(nil, blocks)
 	}
-	return appendReply(nil, blocks)
+	n := len(`{"role":"assistant","content":[]}`)
+	for _, b := range blocks {
+		// an upper bound of what appendReply writes for b
+		switch string(b.typ) {
+		case "thinking":
+			n += len(b.thinking) + len(b.sig) + 48
+		case "text":
+			n += len(b.text) + 32
+		case "toolCall":
+			n += len(b.id) + len(b.name) + len(b.args) + 48
+		default:
+			n += len(b.whole) + 1
+		}
+	}
+	return appendReply(make([]byte, 0, n), blocks)
 }
 
 // appendConverseReply is appendReply for pi's Bedrock route.
