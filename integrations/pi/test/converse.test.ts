@@ -205,3 +205,19 @@ test("a plan that does not fit pi's payload sends pi's payload as is (fail open)
   assert.equal(b.counters.failures, 1);
   assert.match(b.lastError()!, /not a reasoning block/);
 });
+
+test("a Converse cache warm (inferenceConfig.maxTokens 1) is a dry-run compile, its plan applied to pi's object", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = (call, res) =>
+    json(res, 200, { compileId: "w1", dryRun: true, strips: [{ path: "messages.1.content.0", reason: "prefix-changed" }], droppedMessages: [], request: call.body.request });
+  const ctx = new FakeCtx();
+  ctx.model = bedrockModel;
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const warm: Record<string, any> = { ...conversePayload(), inferenceConfig: { maxTokens: 1 } };
+  const out = (await b.beforeProviderRequest(warm, ctx)) as any;
+  assert.equal(d.calls[0].body.dryRun, true);
+  assert.equal(b.counters.warms, 1);
+  assert.deepEqual(out.messages[1].content, [warm.messages[1].content[1]]);
+  assert.ok(out.messages[3].content[0].reasoningContent.redactedContent instanceof Uint8Array);
+});
