@@ -106,6 +106,12 @@ var goldenInputs = []goldenInput{
 		otherSeed: []string{"converse_no_system_no_tools"}},
 	{name: "converse_string_system_and_empty_tools", body: `{"modelId":"m","system":"S","toolConfig":{"tools":[]},"messages":[]}`,
 		otherSeed: []string{"converse_no_system_no_tools", "converse_basic"}},
+	{name: "converse_native_fields_outside_the_prefix", body: `{"modelId":"m","additionalModelRequestFields":{"thinking":{"type":"adaptive"},"anthropic_beta":["b"],"output_config":{"effort":"low"}},"messages":[]}`,
+		sameSeed: []string{"converse_no_system_no_tools"}},
+	{name: "converse_native_tools", body: `{"modelId":"m","additionalModelRequestFields":{"tools":[{"type":"computer_20250124","name":"computer","display_width_px":1024}],"anthropic_beta":["computer-use-2025-01-24"]},"messages":[]}`,
+		otherSeed: []string{"converse_no_system_no_tools"}},
+	{name: "converse_native_tools_reordered", body: `{"additionalModelRequestFields":{"anthropic_beta":["computer-use-2025-01-24"],"tools":[{"display_width_px":1024,"name":"computer","type":"computer_20250124"}]},"messages":[],"modelId":"m"}`,
+		sameSeed: []string{"converse_native_tools"}},
 }
 
 type goldenFrame struct {

@@ -28,8 +28,12 @@ import (
 //
 // How it maps onto the Request (pinned by the Converse golden vectors):
 //   - Model is modelId. The seed covers system and toolConfig.tools, as
-//     values, with their cachePoint elements left out (markers);
-//     toolConfig.toolChoice is outside it, as Messages' tool_choice is. The
+//     values, with their cachePoint elements left out (markers), and the
+//     system and tools members of additionalModelRequestFields when there
+//     are any (Bedrock passes that object into the model's own request:
+//     computer-use tools are given there); toolConfig.toolChoice and the
+//     rest of additionalModelRequestFields (thinking, output_config, the
+//     betas) are outside it, as Messages' tool_choice and thinking are. The
 //     seed is framed with its own kind, so a Converse seed never equals a
 //     Messages seed.
 //   - A message frame is the message with its content array replaced by []
@@ -109,14 +113,69 @@ func (p *Parser) memoFor() *Memo {
 	return p.Memo
 }
 
-// converseSeedDigest is seedDigest for a Converse body, under its own kind.
-func converseSeedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest) Digest {
+// converseSeedDigest is seedDigest for a Converse body, under its own kind,
+// with the prefix members of additionalModelRequestFields (native) when
+// there are any.
+func converseSeedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest, hasNative bool, native Digest) Digest {
 	d := seedDigest(hasSys, sys, hasTools, tools)
-	var buf [4 + 1 + 32]byte
+	var buf [4 + 1 + 32 + 32]byte
 	binary.BigEndian.PutUint32(buf[0:4], FramingVersion)
 	buf[4] = kindSeedConverse
 	copy(buf[5:], d[:])
-	return sha256.Sum256(buf[:])
+	n := 4 + 1 + 32
+	if hasNative {
+		copy(buf[n:], native[:])
+		n += 32
+	}
+	return sha256.Sum256(buf[:n])
+}
+
+// converseNativeFields reads the additionalModelRequestFields value at
+// c.pos (validated whole) and digests its members that Bedrock passes into
+// the model's own request as part of the prefix: "system" and "tools" (as
+// Bedrock's computer-use tools are given: Anthropic tool definitions beside
+// toolConfig's). Every other member (thinking, output_config,
+// anthropic_beta, ...) is outside the prefix. has is false when neither is
+// there: the seed is then as if the value had none.
+func (p *Parser) converseNativeFields() (d Digest, has bool, err error) {
+	c := &p.c
+	start := c.pos
+	mark := len(c.out)
+	if err := c.value(); err != nil {
+		return Digest{}, false, err
+	}
+	end := c.pos
+	c.out = c.out[:mark]
+	if c.in[start] != '{' {
+		return Digest{}, false, nil
+	}
+	// The members in key order (system before tools), each framed apart.
+	var parts [2]Digest
+	var seen [2]bool
+	for key, v, _, i, ok := nextMember(c.in, start+1); ok; key, v, _, i, ok = nextMember(c.in, i) {
+		k := -1
+		switch {
+		case rawKeyIs(key, "system"):
+			k = 0
+		case rawKeyIs(key, "tools"):
+			k = 1
+		}
+		if k < 0 {
+			continue
+		}
+		c.pos = v
+		hdr := c.reserveHeader()
+		if err := c.value(); err != nil {
+			return Digest{}, false, err
+		}
+		parts[k], seen[k] = p.digest(hdr, kindValue), true
+		c.out = c.out[:mark]
+	}
+	c.pos, c.out = end, c.out[:mark]
+	if !seen[0] && !seen[1] {
+		return Digest{}, false, nil
+	}
+	return seedDigest(seen[0], parts[0], seen[1], parts[1]), true, nil
 }
 
 // converseSeedPart digests the system value at c.pos: an array without its

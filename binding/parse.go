@@ -131,8 +131,8 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	if body[c.pos] != '{' {
 		return nil, c.fail(c.pos, "request body is not a JSON object")
 	}
-	var sys, tools Digest
-	var hasSys, hasTools bool
+	var sys, tools, native Digest
+	var hasSys, hasTools, hasNative bool
 	objStart := c.pos
 	c.depth = 1
 	c.pos++
@@ -202,6 +202,10 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 				if tools, hasTools, err = p.converseToolConfig(); err != nil {
 					return nil, err
 				}
+			case string(key) == "additionalModelRequestFields" && p.converse:
+				if native, hasNative, err = p.converseNativeFields(); err != nil {
+					return nil, err
+				}
 			default:
 				if err := c.value(); err != nil {
 					return nil, err
@@ -243,7 +247,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	}
 	r.Converse = p.converse
 	if p.converse {
-		r.Seed = converseSeedDigest(hasSys, sys, hasTools, tools)
+		r.Seed = converseSeedDigest(hasSys, sys, hasTools, tools, hasNative, native)
 	} else {
 		r.Seed = seedDigest(hasSys, sys, hasTools, tools)
 	}
