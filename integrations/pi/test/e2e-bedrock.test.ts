@@ -244,4 +244,31 @@ describe("pi 1.x amazon-bedrock (Converse) + pi-bindery + bindery + fake Bedrock
     assert.equal(last.verdict.thinkingRead, last.verdict.thinkingSent, "and read");
     assert.equal(last.verdict.transformations.length, 0);
   });
+
+  test("pi's own drop_block on Bedrock: a rewrite bindery cannot see is dropped once, the drops read from messageStop's additionalModelResponseFields released, never sent again", async (t) => {
+    const { d, home, seen } = await setup();
+    t.after(() => d.stop());
+    const late = { extensions: [packageDir, payloadEditor], env: { PAYLOAD_EDIT: "1" } };
+    ok(await home.run(["one tools:1 double"]), "run 1");
+    ok(await home.run(["-c", "two"], late), "run 2 (the unseen edit starts)");
+    const reqs = seen();
+    const droppedReq = reqs.find((r) => r.verdict.transformations.length > 0);
+    assert.ok(droppedReq, "the provider dropped the blocks the unseen edit invalidated");
+    // The paths name the model's own request (cachePoints take no place).
+    const droppedSigs = droppedReq.verdict.transformations.map((x) => {
+      const [, n, m] = /messages\.(\d+)\.content\.(\d+)/.exec(x.path)!;
+      return droppedReq.native.messages[Number(n)].content[Number(m)].signature as string;
+    });
+    assert.ok(droppedSigs.every((s) => typeof s === "string" && s !== ""), `signatures ${droppedSigs}`);
+    const mark = fake.requests.length;
+    ok(await home.run(["-c", "three tools:1"], late), "run 3");
+    const after = fake.requests.slice(mark);
+    const sigs = (body: any) =>
+      (body.messages ?? []).flatMap((m: any) => (m.content ?? []).map((b: any) => b.reasoningContent?.reasoningText?.signature).filter(Boolean));
+    for (const r of after) {
+      for (const s of droppedSigs) assert.ok(!sigs(r.body).includes(s), "a block the provider dropped is not sent again");
+      assert.equal(r.verdict.transformations.length, 0, "nothing left to drop");
+    }
+    assert.ok(sigs(after[0].body).includes(droppedReq.minted[0]), "the block minted after the edit is replayed");
+  });
 });
