@@ -105,14 +105,6 @@ func (p *Parser) modelKey() string {
 	return "model"
 }
 
-// memoFor is the Memo a message read may use: none in Converse mode.
-func (p *Parser) memoFor() *Memo {
-	if p.converse {
-		return nil
-	}
-	return p.Memo
-}
-
 // converseSeedDigest is seedDigest for a Converse body, under its own kind,
 // with the prefix members of additionalModelRequestFields (native) when
 // there are any.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -426,16 +427,29 @@ func BenchmarkParseConverse(b *testing.B) {
 		name string
 		body []byte
 	}{{"Messages", msgs}, {"Converse", conv}} {
-		b.Run(tc.name, func(b *testing.B) {
-			var p Parser
-			b.SetBytes(int64(len(tc.body)))
-			b.ReportAllocs()
-			loopCPU(b, func() {
-				if r, err := p.Parse(tc.body); err != nil || !r.Bound {
-					b.Fatal(err)
+		for _, memo := range []bool{false, true} {
+			name := tc.name
+			if memo {
+				// The steady state: every message but the new ones seen before.
+				name += "+memo"
+			}
+			b.Run(name, func(b *testing.B) {
+				var p Parser
+				if memo {
+					p.Memo = &Memo{}
+					if _, err := p.Parse(tc.body); err != nil {
+						b.Fatal(err)
+					}
 				}
+				b.SetBytes(int64(len(tc.body)))
+				b.ReportAllocs()
+				loopCPU(b, func() {
+					if r, err := p.Parse(tc.body); err != nil || !r.Bound {
+						b.Fatal(err)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -490,5 +504,38 @@ func TestConverseStreamReply(t *testing.T) {
 		if _, err := ParseReply([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// The Memo serves Converse reads too, and never serves one shape's read of
+// some bytes to the other: the same message is other blocks in each.
+func TestConverseMemo(t *testing.T) {
+	msg := `{"role":"assistant","content":[{"type":"thinking"},{"type":"text","text":"long enough to be remembered by the memo"}]}`
+	bodies := [][]byte{
+		[]byte(`{"model":"m","messages":[` + msg + `]}`),
+		[]byte(`{"modelId":"m","messages":[` + msg + `]}`),
+		[]byte(`{"model":"m","messages":[` + msg + `]}`),
+		cbody(bedrockOpus55, "s", "auto", []string{cu("q"), ca(crt("S1"), ctu("t1")), ctr("t1", strings.Repeat("x", 100)), cuCached("next")}),
+		cbody(bedrockOpus55, "s", "auto", []string{cu("q"), ca(crt("S1"), ctu("t1")), ctr("t1", strings.Repeat("x", 100)), cu("next"), ca(crt("S2"), ctx("a")), cuCached("more")}),
+	}
+	memo := &Memo{}
+	p := Parser{Memo: memo}
+	for i, b := range bodies {
+		got, err := p.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ParseRequest(b)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("body %d: the memo's read differs from a fresh one", i)
+		}
+	}
+	r1, _ := ParseRequest(bodies[0])
+	r2, _ := ParseRequest(bodies[1])
+	if r1.Messages[0].Blocks[0].Kind != KindThinking || r2.Messages[0].Blocks[0].Kind != KindOther {
+		t.Fatal("the two shapes read the message alike: the test shows nothing")
+	}
+	if hits, _ := memo.Stats(); hits < 3 {
+		t.Fatalf("%d memo hits: Converse messages are not remembered", hits)
 	}
 }

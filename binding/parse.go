@@ -493,9 +493,7 @@ func (p *Parser) messages() error {
 			}
 		}
 		c.ws()
-		// The Memo holds Messages reads only: the same bytes read as
-		// Converse are other blocks.
-		if e := p.memoFor().lookup(c.in, c.pos); e != nil {
+		if e := p.Memo.lookup(c.in, c.pos, p.converse); e != nil {
 			p.msgs = append(p.msgs, p.fromMemo(e))
 			p.memoOf = append(p.memoOf, e)
 		} else {
@@ -505,8 +503,8 @@ func (p *Parser) messages() error {
 				return err
 			}
 			var e *memoEntry
-			if p.memoFor() != nil && !p.msgForeign {
-				e = p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0)
+			if p.Memo != nil && !p.msgForeign {
+				e = p.Memo.add(c.in[m.Span.Start:m.Span.End], &m, p.blocks[first:], p.bstart[len(p.bstart)-1] >= 0, p.converse)
 			}
 			p.msgs = append(p.msgs, m)
 			p.memoOf = append(p.memoOf, e)

@@ -40,7 +40,10 @@ type memoEntry struct {
 	frame  Digest
 	blocks []Block // spans relative to the element's start; Chain unset
 	array  bool    // content was an array (blocks may be empty)
-	used   uint64
+	// converse: read as a Bedrock Converse message; the same bytes read as
+	// Messages are other blocks, so a hit needs the same shape.
+	converse bool
+	used     uint64
 
 	// The chain values of the last parse that used this entry: after the
 	// chain prev, the message's blocks see chains and it ends at end.
@@ -59,7 +62,7 @@ func (m *Memo) Stats() (hits, misses int) { return m.hits, m.misses }
 // byte, and if in[pos:] starts with it the candidate is exactly it. A
 // candidate that equals no stored element byte for byte is a miss, whatever
 // its extent.
-func (m *Memo) lookup(in []byte, pos int) *memoEntry {
+func (m *Memo) lookup(in []byte, pos int, converse bool) *memoEntry {
 	if m == nil {
 		return nil
 	}
@@ -71,7 +74,7 @@ func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 		m.misses++
 		return nil
 	}
-	if e := m.entries[string(in[pos:end])]; e != nil {
+	if e := m.entries[string(in[pos:end])]; e != nil && e.converse == converse {
 		e.used = m.gen
 		m.hits++
 		return e
@@ -82,7 +85,7 @@ func (m *Memo) lookup(in []byte, pos int) *memoEntry {
 
 // add remembers a freshly parsed message and returns its entry (nil when
 // it is too short to remember).
-func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) *memoEntry {
+func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array, converse bool) *memoEntry {
 	if len(raw) < memoMinLen || raw[0] != '{' {
 		return nil
 	}
@@ -90,13 +93,15 @@ func (m *Memo) add(raw []byte, msg *Message, blocks []Block, array bool) *memoEn
 		m.entries = make(map[string]*memoEntry)
 	}
 	key := string(raw)
-	if e := m.entries[key]; e != nil {
+	if e := m.entries[key]; e != nil && e.converse == converse {
 		// The same bytes twice in one request (lookup ran before the
 		// first was added): one entry serves both.
 		e.used = m.gen
 		return e
+	} else if e != nil {
+		m.size -= len(e.raw) // read in the other shape: this read replaces it
 	}
-	e := &memoEntry{raw: key, role: msg.Role, frame: msg.Frame, array: array, used: m.gen}
+	e := &memoEntry{raw: key, role: msg.Role, frame: msg.Frame, array: array, converse: converse, used: m.gen}
 	if array {
 		e.blocks = make([]Block, len(blocks))
 		for i, b := range blocks {
