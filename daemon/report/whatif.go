@@ -398,10 +398,20 @@ func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 				cut = min(cut, h.pos)
 			}
 			if cut < survive {
+				// Entries that end past the change no longer match any
+				// later prompt either: a policy never puts back what it
+				// removed.
 				cutP := cut - shift(cut)
+				kept := entries[:0]
+				for _, en := range entries {
+					if en.end <= cutP {
+						kept = append(kept, en)
+					}
+				}
+				entries = kept
 				readTok = 0
 				for _, en := range entries {
-					if en.end <= cutP && q.msgs-en.msgs <= lookback && (!q.gapOK || q.t.Sub(en.at) <= lifetime(prev)) {
+					if q.msgs-en.msgs <= lookback && (!q.gapOK || q.t.Sub(en.at) <= lifetime(prev)) {
 						readTok = max(readTok, en.end)
 					}
 				}

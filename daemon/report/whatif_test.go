@@ -83,3 +83,88 @@ func TestReplayCalibration(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayHandChecked: a small keep-all session (Opus 4.5: closed-cycle
+// thinking kept and billed) replayed by hand. Requests r1..r3 are one tool
+// loop, r4 follows a user message; r1 and r2 each produced a 100-token
+// thinking block, which sits where the next message begins: b1 at 10001
+// (r1's prompt), b2 at 10601.
+//
+//	       recorded (read, write)  strip-all        keep-last-1
+//	r1     0, 10000                0, 10000         0, 10000
+//	r2     10000, 600              10000, 600       10000, 600
+//	r3     10600, 600              10600, 600       b1 dropped at 10001: reads r1's 10000;
+//	                                                prompt 11200-100: write 1100
+//	r4     11200, 300              b1, b2 dropped:  b2 dropped at 10601 (10501 without b1):
+//	                               reads 10000,     reads r1's 10000; prompt 11500-200:
+//	                               writes 11300-10000 write 1300
+//
+// Thinking the model reads (blocks per request): recorded 0+1+2+2 = 5,
+// strip-all 0+1+2+0 = 3, keep-last-1 0+1+1+0 = 2.
+func TestReplayHandChecked(t *testing.T) {
+	var b builder
+	m := "claude-opus-4-5"
+	price := func(in, out, cr, cw int64) *watcher.Cost {
+		return &watcher.Cost{Input: f64(float64(in) * 5e-6), Output: f64(float64(out) * 25e-6), CacheRead: f64(float64(cr) * 0.5e-6),
+			CacheWrite: f64(float64(cw) * 6.25e-6)}
+	}
+	req := func(id, ts, stop string, cr, cw int64, think []int) {
+		b.assistant(id, "", asst{model: m, stop: stop, in: 1, out: 100, cr: cr, cw: cw, think: think, ts: "2026-12-01T10:00:" + ts + "Z", cost: price(1, 100, cr, cw)})
+	}
+	b.user("u1", "-")
+	req("r1", "00", "toolUse", 0, 10000, []int{400})
+	b.toolResult("t1")
+	req("r2", "10", "toolUse", 10000, 600, []int{400})
+	b.toolResult("t2")
+	req("r3", "20", "stop", 10600, 600, nil)
+	b.user("u2", "")
+	req("r4", "30", "stop", 11200, 300, nil)
+	w := Replay(SessionInput{Session: "h", Entries: b.entries}, DefaultPrices(), 1)
+	type fig struct {
+		read, write    int64
+		thinking, brks int
+	}
+	want := map[string]fig{
+		"as-recorded": {31800, 11500, 5, 0},
+		"bindery":     {31800, 11500, 5, 0},
+		"strip-all":   {30600, 12500, 3, 1},
+		"keep-last-1": {30000, 13000, 2, 2},
+	}
+	if len(w.Policies) != 4 {
+		t.Fatalf("policies %+v", w.Policies)
+	}
+	for _, p := range w.Policies {
+		got := fig{p.CacheRead, p.CacheWrite, p.ThinkingRead, p.Breaks}
+		if got != want[p.Policy] {
+			t.Errorf("%s: %+v, want %+v", p.Policy, got, want[p.Policy])
+		}
+	}
+	c := w.Calibration
+	if !c.OK || c.ReadError != 0 || c.WriteError != 0 || c.RecordedRead != 31800 || c.RecordedWrite != 11500 {
+		t.Errorf("calibration %+v", c)
+	}
+	// Priced at the session's own rates: input 4 x $5, output 400 x $25,
+	// then write and read per Mtok at $6.25 and $0.50.
+	spend := func(read, write int64) float64 { return (4*5 + 400*25 + float64(write)*6.25 + float64(read)*0.5) / 1e6 }
+	near(t, "as-recorded spend", *w.Policies[0].Spend, spend(31800, 11500))
+	near(t, "strip-all spend", *w.Policies[2].Spend, spend(30600, 12500))
+	near(t, "strip-all delta", *w.Policies[2].Delta.Spend, spend(30600, 12500)-spend(31800, 11500))
+	eq(t, "keep-last-1 write delta", w.Policies[3].Delta.CacheWrite, int64(1500))
+
+	// The same session with r4's read falling for no reason the replay
+	// knows (not idle: 10 s): taken as recorded under every policy, and
+	// the replay still matches.
+	b.entries[len(b.entries)-1].Usage.CacheRead, b.entries[len(b.entries)-1].Usage.CacheWrite = i64(0), i64(11500)
+	w = Replay(SessionInput{Session: "h", Entries: b.entries}, DefaultPrices(), 1)
+	if c := w.Calibration; !c.OK || c.ReadError != 0 || c.WriteError != 0 {
+		t.Errorf("with an unexplained loss: %+v", c)
+	}
+	// A session whose recorded reads no cache explains: r3 read 10600
+	// after 20 minutes (the replay predicts the cache expired).
+	b.entries[5].Timestamp = "2026-12-01T10:20:20Z"
+	b.entries[len(b.entries)-1].Timestamp = "2026-12-01T10:20:30Z"
+	w = Replay(SessionInput{Session: "h", Entries: b.entries}, DefaultPrices(), 1)
+	if c := w.Calibration; c.OK || c.Reason == "" || w.Policies[0].Spend != nil || w.Policies[2].Spend != nil {
+		t.Errorf("uncalibrated session priced or not flagged: %+v %v", c, w.Policies[0].Spend)
+	}
+}
