@@ -117,9 +117,17 @@ func archiveSVG(r api.Report) []byte {
 	// Day labels: at most about twelve.
 	b.WriteString(`<g id="x-ticks" fill="#333" text-anchor="middle">` + "\n")
 	step := max(1, (len(days)+11)/12)
+	years := len(days) > 0 && days[0][:min(4, len(days[0]))] != days[len(days)-1][:min(4, len(days[len(days)-1]))]
+	if years {
+		step = max(1, (len(days)+7)/8) // a longer label
+	}
 	for i := 0; i < len(days); i += step {
 		cx := marginLeft + slot*(float64(i)+0.5)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", cx, bottom+18, dayLabel(days[i]))
+		label := days[i]
+		if !years {
+			label = dayLabel(label)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", cx, bottom+18, label)
 	}
 	b.WriteString("</g>\n")
 	fmt.Fprintf(&b, `<text id="x-label" x="%.1f" y="%d" text-anchor="middle">day (UTC)</text>`+"\n", marginLeft+plotW/2, bottom+42)
@@ -144,7 +152,8 @@ func archiveSVG(r api.Report) []byte {
 	return b.Bytes()
 }
 
-// dayLabel shortens "2026-12-01" to "12-01".
+// dayLabel shortens "2026-12-01" to "12-01" (when every day is of one
+// year).
 func dayLabel(d string) string {
 	if len(d) == 10 {
 		return d[5:]

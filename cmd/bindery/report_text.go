@@ -133,15 +133,15 @@ func reportText(r api.Report) string {
 
 	if len(r.Breaks) > 0 {
 		if r.Scope == "session" {
-			fmt.Fprintf(&b, "\ncache breaks\n")
+			fmt.Fprintf(&b, "\ncache breaks (left: what the request before left cached)\n")
 		} else {
-			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
+			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d (left: what the request before left)\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
 		}
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		if r.Scope == "session" {
-			fmt.Fprintf(tw, "req\tline\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "req\tline\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
 		} else {
-			fmt.Fprintf(tw, "session\treq\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "session\treq\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
 		}
 		for _, x := range r.Breaks {
 			first := fmt.Sprint(x.Line)
@@ -149,9 +149,9 @@ func reportText(r api.Report) string {
 				first = short(x.Session)
 			}
 			if r.Scope == "session" {
-				fmt.Fprintf(tw, "%d\t%s\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", x.Request, first, x.Cycle, x.Turn, tok(x.ReadBefore), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
+				fmt.Fprintf(tw, "%d\t%s\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", x.Request, first, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
 			} else {
-				fmt.Fprintf(tw, "%s\t%d\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", first, x.Request, x.Cycle, x.Turn, tok(x.ReadBefore), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
+				fmt.Fprintf(tw, "%s\t%d\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", first, x.Request, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
 			}
 		}
 		tw.Flush()

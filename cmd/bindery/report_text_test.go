@@ -74,3 +74,45 @@ func TestTextFits80Columns(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfTextFits80Columns: the replay's tables fit 80 columns with
+// large figures, an uncalibrated session says so and shows no price, and
+// the keep-last column is named for its N.
+func TestWhatIfTextFits80Columns(t *testing.T) {
+	spend := func(v float64) *float64 { return &v }
+	pol := func(name string, sp *float64) api.PolicyResult {
+		return api.PolicyResult{Policy: name, CacheWrite: 12_345_678_901, CacheRead: 987_654_321_000, ThinkingRead: 1234567, Breaks: 98765, Spend: sp,
+			Delta: api.PolicyDelta{Spend: spend(12345.67)}}
+	}
+	names := []string{"as-recorded", "bindery", "strip-all", "keep-last-16"}
+	var rows []api.PolicyResult
+	for _, n := range names {
+		rows = append(rows, pol(n, spend(98765.43)))
+	}
+	var sessions []api.WhatIfSession
+	for i := range 3 {
+		s := api.WhatIfSession{Session: fmt.Sprintf("0193e6c4-%04x-7000-8000-%012x", 0xaa00+i*7, i), Requests: 123456, Policies: rows,
+			Calibration: api.Calibration{OK: true, ReadError: 0.0123, WriteError: 0.0456}}
+		if i == 2 {
+			s.Calibration = api.Calibration{ReadError: 0.5, WriteError: 99, Reason: "off"}
+			s.Policies = []api.PolicyResult{pol(names[0], nil), pol(names[1], nil), pol(names[2], nil), pol(names[3], nil)}
+		}
+		sessions = append(sessions, s)
+	}
+	w := api.WhatIf{Scope: "archive", Keep: 16, Policies: names, Sessions: sessions, Archive: rows, Calibrated: 2, Uncalibrated: 1}
+	txt := whatifText(w)
+	for _, l := range strings.Split(txt, "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a line of %d columns:\n%s", n, l)
+		}
+	}
+	for _, want := range []string{"keep-16", "not calibrated", "1 not calibrated", ">1000%", "+$12345.67 (+12.5%)", "+12.5%", "unpriced"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("lacks %q:\n%s", want, txt)
+		}
+	}
+	one := api.WhatIf{Scope: "session", Keep: 16, Policies: names, Sessions: sessions[2:]}
+	if txt := whatifText(one); !strings.Contains(txt, "NOT CALIBRATED: off") || !strings.Contains(txt, "unknown") {
+		t.Errorf("one uncalibrated session:\n%s", txt)
+	}
+}

@@ -23,7 +23,7 @@ func whatifText(w api.WhatIf) string {
 	} else {
 		fmt.Fprintf(&b, "bindery whatif: archive of %s, %d calibrated\n", plural(len(w.Sessions), "session", "sessions"), w.Calibrated)
 	}
-	fmt.Fprintf(&b, "keep-last keeps the last %d turns' thinking; spend counts calibrated sessions only\n\n", w.Keep)
+	fmt.Fprintf(&b, "keep-last keeps the last %d turns' thinking; spend: calibrated sessions only\n\n", w.Keep)
 
 	rows := w.Archive
 	if w.Scope == "session" && len(w.Sessions) == 1 {
@@ -32,8 +32,8 @@ func whatifText(w api.WhatIf) string {
 			fmt.Fprintf(&b, "NOT CALIBRATED: %s\n\n", c.Reason)
 		}
 	}
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "policy\tspend\tvs recorded\tcache write\tcache read\tthinking read\tbreaks\t\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "policy\tspend\tvs recorded\twrite\tread\tthinking\tbreaks\t\n")
 	for i, p := range rows {
 		vs := "-"
 		if i > 0 {
@@ -42,7 +42,7 @@ func whatifText(w api.WhatIf) string {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", p.Policy, optMoney(p.Spend), vs, tok(p.CacheWrite), tok(p.CacheRead), p.ThinkingRead, p.Breaks)
 	}
 	tw.Flush()
-	b.WriteString("(thinking read: blocks the model reads, summed over requests)\n")
+	b.WriteString("(write, read: cache tokens; thinking: blocks read, summed over requests)\n")
 
 	if len(w.Sessions) == 0 {
 		return b.String()
@@ -52,12 +52,12 @@ func whatifText(w api.WhatIf) string {
 		ids[i] = s.Session
 	}
 	short := api.ShortIDs(ids)
-	b.WriteString("\ncalibration (as-recorded replay against pi's recorded cache tokens) and\neach policy against as-recorded, per session\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "session\treqs\tread err\twrite err\trecorded\t"
+	b.WriteString("\nper session: the as-recorded replay's error against the cache read and write\npi recorded (read%, write%), its spend, and each policy against it\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+	head := "session\treqs\tread%\twrite%\trecorded\t"
 	if len(w.Policies) > 1 {
 		for _, p := range w.Policies[1:] {
-			head += clip(p, 12) + "\t"
+			head += strings.Replace(p, api.PolicyKeepLast+"-", "keep-", 1) + "\t"
 		}
 	}
 	fmt.Fprintln(tw, head)
@@ -66,14 +66,14 @@ func whatifText(w api.WhatIf) string {
 		c := s.Calibration
 		line := fmt.Sprintf("%s\t%d\t%s\t%s\t", short[s.Session], s.Requests, errPct(c.ReadError), errPct(c.WriteError))
 		if !c.OK {
-			line += "not calibrated\t"
+			line += "unpriced\t"
 			for range s.Policies[1:] {
 				line += "-\t"
 			}
 		} else {
 			line += optMoney(s.Policies[0].Spend) + "\t"
 			for _, p := range s.Policies[1:] {
-				line += deltaMoney(p.Delta.Spend, nil) + "\t"
+				line += deltaPct(p.Delta.Spend, s.Policies[0].Spend) + "\t"
 			}
 		}
 		fmt.Fprintln(tw, line)
@@ -83,7 +83,7 @@ func whatifText(w api.WhatIf) string {
 		fmt.Fprintf(&b, "... and %d more (--json lists every session)\n", len(w.Sessions)-n)
 	}
 	if w.Uncalibrated > 0 {
-		fmt.Fprintf(&b, "%d not calibrated: the replay missed pi's recorded cache tokens by more than %.0f%%, so they are not priced\n",
+		fmt.Fprintf(&b, "%d not calibrated: the replay missed pi's cache tokens by over %.0f%%: not priced\n",
 			w.Uncalibrated, 100*api.CalibrationTolerance)
 	}
 	return b.String()
@@ -110,4 +110,17 @@ func errPct(e float64) string {
 		return ">1000%"
 	}
 	return fmt.Sprintf("%.2f%%", 100*e)
+}
+
+// deltaPct prints a difference in spend as a share of base: "+12.5%".
+func deltaPct(d, base *float64) string {
+	switch {
+	case d == nil || base == nil:
+		return "unknown"
+	case *base == 0 && *d == 0:
+		return "0.0%"
+	case *base == 0:
+		return "+" + money(*d)
+	}
+	return fmt.Sprintf("%+.1f%%", 100**d / *base)
 }
