@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/my-pi/bindery/api"
 )
+
+// whatifTimeout bounds a whatif call.
+const whatifTimeout = 5 * time.Minute
 
 // whatifCmd is `bindery whatif [--session ID] [--keep N] [--json]
 // [--chart FILE.svg|.html]`: the user's own sessions (or one) replayed
@@ -36,7 +41,10 @@ func whatifCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	c := f.client()
 	defer c.Close()
-	ctx, cancel := callCtx()
+	// A replay is computed on demand, every session afresh (linear in
+	// each session's requests times its thinking blocks): more time than
+	// the other calls' 30 seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), whatifTimeout)
 	defer cancel()
 	if session != "" {
 		var err error

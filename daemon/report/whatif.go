@@ -108,7 +108,8 @@ func policies(keep int) []policy {
 	}
 }
 
-// readSet applies the billing rules to what a request sends
+// readSet applies the billing rules to what a request sends, marking in
+// read (indexed by block) each block the request holds
 // (research/preserved-thinking.md sections 1.2 and 4, and the seed's
 // closed/open-cycle rule): a last-turn-only model reads no closed-cycle
 // thinking, and of the open cycle only the unbroken run from the cycle's
@@ -116,8 +117,10 @@ func policies(keep int) []policy {
 // the first unbroken run of the blocks sent (removing from the start or
 // the end is allowed, a gap drops every block after it) and drops blocks
 // whose prefix changed; any other model reads what is sent.
-func readSet(q *replayReq, blocks []replayBlock, sent func(*replayBlock) bool) map[int]bool {
-	read := map[int]bool{}
+func readSet(q *replayReq, blocks []replayBlock, sent func(*replayBlock) bool, read []bool) {
+	for _, h := range q.blocks {
+		read[h.i] = false
+	}
 	switch {
 	case q.regime == LastTurnOnly:
 		run := true
@@ -153,7 +156,6 @@ func readSet(q *replayReq, blocks []replayBlock, sent func(*replayBlock) bool) m
 			}
 		}
 	}
-	return read
 }
 
 // buildReplay walks the branch once.
@@ -167,6 +169,9 @@ func buildReplay(in SessionInput, losses map[int]bool) replaySession {
 	var lastPrompt int64
 	var warm time.Time
 	var compacted bool // a compaction since the last request
+	var cur []held     // the blocks the next request holds (shared, see below)
+	built := 0         // blocks of s.blocks already in cur
+	stale := false     // a compaction or context edit changed blocks in cur
 	var prevReq *replayReq
 	for pos, idx := range path {
 		e := &in.Entries[idx]
@@ -192,12 +197,13 @@ func buildReplay(in SessionInput, losses map[int]bool) replaySession {
 					}
 				}
 			}
-			compacted = true
+			compacted, stale = true, true
 		case e.Type == "context_edit" && e.TargetID != "":
 			tpos, ok := posOf[e.TargetID]
 			if !ok {
 				break
 			}
+			stale = true
 			for _, i := range byEntry[e.TargetID] {
 				s.blocks[i].gone = true
 			}
@@ -237,11 +243,25 @@ func buildReplay(in SessionInput, losses map[int]bool) replaySession {
 					}
 					compacted = false
 				}
-				for i := range s.blocks {
-					if b := &s.blocks[i]; !b.gone {
-						q.blocks = append(q.blocks, held{i: i, pos: b.pos, changed: b.changed})
+				// Between compactions and context edits the blocks a
+				// request holds only grow: requests share one list,
+				// each seeing its own length of it, so memory stays
+				// linear in requests and blocks.
+				if stale {
+					cur, built, stale = nil, 0, false
+					for i := range s.blocks {
+						if b := &s.blocks[i]; !b.gone {
+							cur = append(cur, held{i: i, pos: b.pos, changed: b.changed})
+						}
+					}
+					built = len(s.blocks)
+				}
+				for ; built < len(s.blocks); built++ {
+					if b := &s.blocks[built]; !b.gone {
+						cur = append(cur, held{i: built, pos: b.pos, changed: b.changed})
 					}
 				}
+				q.blocks = cur[:len(cur):len(cur)]
 				s.reqs = append(s.reqs, q)
 				prevReq = &s.reqs[len(s.reqs)-1]
 				lastPrompt = q.prompt()
@@ -336,7 +356,14 @@ const lookback = 20
 
 func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 	res := PolicyResult{Policy: p.name}
-	var prevRead map[int]bool // blocks the previous request's prompt held (visible to the cache)
+	// read, prevRead and recRead are indexed by block: what this request's
+	// model reads under the policy, what the previous request's did, and
+	// what this one's read as recorded. A request sets them for every
+	// block it holds, and a block once gone is never held again.
+	read, prevRead, recRead := make([]bool, len(s.blocks)), make([]bool, len(s.blocks)), make([]bool, len(s.blocks))
+	all := func(*replayBlock) bool { return true }
+	type delta1 struct{ pos, tokens int64 }
+	var deltas []delta1 // the blocks whose tokens differ from the recording
 	var prev *replayReq
 	var prevReadTok, prevWrite int64
 	var entries []entry
@@ -344,21 +371,23 @@ func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 	var spend float64
 	for k := range s.reqs {
 		q := &s.reqs[k]
-		sent := func(b *replayBlock) bool { return p.send(q, b) }
-		read := readSet(q, s.blocks, sent)
-		recRead := readSet(q, s.blocks, func(*replayBlock) bool { return true })
+		readSet(q, s.blocks, func(b *replayBlock) bool { return p.send(q, b) }, read)
+		readSet(q, s.blocks, all, recRead)
 		// The prompt: recorded, minus what the recording billed and this
 		// policy does not, plus the converse.
+		deltas = deltas[:0]
+		for _, h := range q.blocks {
+			if recRead[h.i] && !read[h.i] {
+				deltas = append(deltas, delta1{h.pos, s.blocks[h.i].tokens})
+			} else if read[h.i] && !recRead[h.i] {
+				deltas = append(deltas, delta1{h.pos, -s.blocks[h.i].tokens})
+			}
+		}
 		shift := func(x int64) int64 { // tokens this policy removes before position x
 			var d int64
-			for _, h := range q.blocks {
-				if h.pos >= x {
-					continue
-				}
-				if recRead[h.i] && !read[h.i] {
-					d += s.blocks[h.i].tokens
-				} else if read[h.i] && !recRead[h.i] {
-					d -= s.blocks[h.i].tokens
+			for _, dl := range deltas {
+				if dl.pos < x {
+					d += dl.tokens
 				}
 			}
 			return d
@@ -435,7 +464,8 @@ func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 		if len(entries) > 4*lookback {
 			entries = entries[len(entries)-2*lookback:]
 		}
-		prev, prevRead, prevReadTok, prevWrite = q, read, readTok, write
+		prev, prevReadTok, prevWrite = q, readTok, write
+		read, prevRead = prevRead, read
 	}
 	if priced {
 		res.Spend = usd(spend)

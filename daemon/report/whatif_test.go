@@ -168,3 +168,24 @@ func TestReplayHandChecked(t *testing.T) {
 		t.Errorf("uncalibrated session priced or not flagged: %+v %v", c, w.Policies[0].Spend)
 	}
 }
+
+// BenchmarkReplay: a replay of a long session (2,000 requests, a thinking
+// block on each) against Analyze of the same session, the simplest pass
+// over it, as the baseline: go test -bench Replay -run X ./daemon/report.
+func BenchmarkReplay(b *testing.B) {
+	lens := make([]int, 100)
+	for i := range lens {
+		lens[i] = 20
+	}
+	in := genSession("bench", "claude-opus-4-5", lens, 400, map[int]bool{500: true, 1500: true}, true)
+	b.Run("analyze", func(b *testing.B) {
+		for b.Loop() {
+			Analyze(in, DefaultPrices())
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		for b.Loop() {
+			Replay(in, DefaultPrices(), api.DefaultKeepLast)
+		}
+	})
+}
