@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -134,11 +135,31 @@ func (c *Client) Events(ctx context.Context, opt EventsOptions) (*EventStream, e
 	return &EventStream{conn: conn, Last: opt.Since}, nil
 }
 
+// FeedEndedError is the daemon ending the feed: Reason is the close
+// frame's reason (api/doc.go lists them: a shutdown, a reader too slow to
+// keep up), or its status when it gave none.
+type FeedEndedError struct {
+	Reason string
+	Err    error
+}
+
+func (e *FeedEndedError) Error() string { return "feed ended: " + e.Reason }
+func (e *FeedEndedError) Unwrap() error { return e.Err }
+
 // Next waits for the next event. A ctx that ends closes the stream (the
-// websocket library closes a connection whose read is abandoned).
+// websocket library closes a connection whose read is abandoned). The
+// daemon closing the feed is a *FeedEndedError.
 func (s *EventStream) Next(ctx context.Context) (Event, error) {
 	_, b, err := s.conn.Read(ctx)
 	if err != nil {
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			reason := ce.Reason
+			if reason == "" {
+				reason = ce.Code.String()
+			}
+			return Event{}, &FeedEndedError{Reason: reason, Err: err}
+		}
 		return Event{}, err
 	}
 	var e Event

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
+	"github.com/my-pi/bindery/api/jsonscan"
 )
 
 // splitObject walks the top level of a JSON object and calls fn with each

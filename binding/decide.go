@@ -43,8 +43,8 @@ package binding
 
 // CompileInput is everything one compile decision reads. The daemon loads:
 //   - Stamps: the stamps for StampKeys(Request) (a missing key means no stamp);
-//   - Released: the keys released on this branch (ReleaseReaches /
-//     InheritedReleases decide which releases apply to a branch);
+//   - Released: the keys released on this branch (ReleasedOn decides
+//     which releases apply to a branch);
 //   - Remembered: the branch's remembered compiles (Retain bounds them), for
 //     attribution by prefix; accepted ones included;
 //   - Owner: the branch's last accepted compile, for cache.firstChange;
@@ -135,19 +135,6 @@ type Compiled struct {
 	// inspect it); Persist says what to store.
 	Record  *CompileRecord
 	Persist CompilePersist
-}
-
-// Thinking counts the stripped thinking blocks (api.md thinkingStripped).
-func (c *Compiled) Thinking() int { return len(c.Strips) }
-
-// StripAt reports whether the block at p is stripped.
-func (c *Compiled) StripAt(p Pos) bool {
-	for _, s := range c.Strips {
-		if s.Pos == p {
-			return true
-		}
-	}
-	return false
 }
 
 // StampKeys lists the keys of the request's signed thinking blocks, in order

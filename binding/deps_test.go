@@ -35,9 +35,65 @@ func TestPurity(t *testing.T) {
 			t.Errorf("binding depends on %s, outside the standard library", dep)
 		}
 	}
-	for _, dep := range list(`{{join .Deps " "}}`, "github.com/my-pi/bindery/binding/judge") {
+	for _, dep := range list(`{{join .Deps " "}}`, "github.com/my-pi/bindery/binding/judgetest") {
 		if dep == "github.com/my-pi/bindery/binding" {
 			t.Error("the judge imports binding: it must be an independent model")
 		}
+	}
+}
+
+// TestLayering: dependencies point one way, cmd -> daemon -> {api, db,
+// watcher} -> binding, and each fact's package keeps its own concern: only
+// db speaks SQL, api and watcher never reach into each other's or the
+// daemon's insides, and the test-only packages (named ...test) are
+// imported by tests alone.
+func TestLayering(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	const mod = "github.com/my-pi/bindery"
+	out, err := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	// layer of each top-level package; a package may import only its own
+	// layer's subpackages and lower layers
+	layer := map[string]int{"binding": 0, "api": 1, "db": 1, "watcher": 1, "daemon": 2, "cmd": 3}
+	// leaves anyone may import: they import nothing of the module
+	leaf := map[string]bool{mod + "/api/jsonscan": true}
+	top := func(pkg string) string {
+		rest := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		first, _, _ := strings.Cut(rest, "/")
+		return first
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		from := top(pkg)
+		for _, imp := range imports {
+			if imp == "database/sql" && from != "db" {
+				t.Errorf("%s imports database/sql: only db speaks SQL", pkg)
+			}
+			if !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			checked++
+			if strings.HasSuffix(imp, "test") {
+				t.Errorf("%s imports the test-only %s", pkg, imp)
+			}
+			to := top(imp)
+			switch {
+			case to == from, leaf[imp]:
+			case leaf[pkg]:
+				t.Errorf("the leaf %s imports %s", pkg, imp)
+			case layer[to] >= layer[from]:
+				t.Errorf("%s imports %s: %s is not below %s", pkg, imp, to, from)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no imports inside the module were checked")
 	}
 }

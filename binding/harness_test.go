@@ -128,21 +128,35 @@ func (s *sim) compileOpt(o copt, b []byte) (*Compiled, []byte) {
 func (s *sim) compile(b []byte) (*Compiled, []byte) { return s.compileOpt(copt{}, b) }
 
 func (s *sim) retain(branch string) {
-	var rc []RememberedCompile
-	for _, id := range s.byBr[branch] {
-		r := s.recs[id]
-		rc = append(rc, RememberedCompile{ID: id, Seq: r.Seq, Accepted: r.Accepted})
+	ids := s.byBr[branch]
+	if len(ids) == 0 {
+		return
 	}
+	var rc []RememberedCompile
+	for br, ids := range s.byBr {
+		for _, id := range ids {
+			r := s.recs[id]
+			rc = append(rc, RememberedCompile{ID: id, Seq: r.Seq, Branch: br, Accepted: r.Accepted, Record: true})
+		}
+	}
+	next := s.recs[ids[len(ids)-1]]
 	own := ""
 	if o := s.owner[branch]; o != nil {
 		own = o.ID
 	}
-	for _, id := range Retain(rc, own) {
-		if s.recs[id].Accepted {
-			s.tomb[id] = true
-		}
+	plan := Retain(Retention{PerBranch: MinRemembered, PerConversation: DefaultRetention.PerConversation}, rc, RememberedCompile{ID: next.ID, Seq: next.Seq, Branch: branch, Accepted: next.Accepted, Record: true}, own)
+	gone := func(id string) {
 		delete(s.recs, id)
-		s.byBr[branch] = slices.DeleteFunc(s.byBr[branch], func(x string) bool { return x == id })
+		for br := range s.byBr {
+			s.byBr[br] = slices.DeleteFunc(s.byBr[br], func(x string) bool { return x == id })
+		}
+	}
+	for _, id := range plan.DropRecords {
+		s.tomb[id] = true // an accepted compile kept by its id alone
+		gone(id)
+	}
+	for _, id := range plan.Forget {
+		gone(id)
 	}
 }
 

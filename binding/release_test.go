@@ -2,8 +2,6 @@ package binding
 
 import (
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 )
 
@@ -34,53 +32,6 @@ func TestParsePath(t *testing.T) {
 	}
 }
 
-// tree builds root-first paths from "id@seq" names.
-func path(names ...string) []PathEntry {
-	var out []PathEntry
-	for _, n := range names {
-		var id string
-		var seq int64
-		fmt.Sscanf(n, "%1s@%d", &id, &seq)
-		out = append(out, PathEntry{ID: id, Seq: seq})
-	}
-	return out
-}
-
-func TestReleaseReachesPiTree(t *testing.T) { // forks inheriting releases
-	// Tree: r@1 - a@2 - b@3 - c@4 (leaf L, release made at seq 10 on a@2's block)
-	//                      \ x@5 (a branch made before the release)
-	//                      \ y@11 (a branch made after the release)
-	L := path("r@1", "a@2", "b@3", "c@4")
-	for _, c := range []struct {
-		name string
-		at   []PathEntry
-		want bool
-	}{
-		{"same leaf", L, true},
-		{"descendant", append(slices.Clone(L), path("d@12")...), true},
-		{"ancestor (leaf not ingested yet, or went back)", path("r@1", "a@2", "b@3"), true},
-		{"branch older than the release", path("r@1", "a@2", "x@5"), false},
-		{"branch newer than the release", path("r@1", "a@2", "y@11"), true},
-		{"branch newer, grown", path("r@1", "a@2", "y@11", "z@12"), true},
-		{"fork before the released message", path("r@1", "q@11"), true},
-	} {
-		if got := ReleaseReaches(L, "a", 10, c.at); got != c.want {
-			t.Errorf("%s: %v", c.name, got)
-		}
-	}
-	if ReleaseReaches(L, "x", 10, L) {
-		t.Error("a released message not on L's path reaches L")
-	}
-}
-
-func TestInheritedReleases(t *testing.T) { // non-pi fork named with parent
-	parent := []Release{{Key: key("A"), Seq: 3}, {Key: key("B"), Seq: 7}, {Key: key("C"), Seq: 9}}
-	got := InheritedReleases(parent, 7)
-	if len(got) != 2 || got[0].Key != key("A") || got[1].Key != key("B") {
-		t.Fatalf("inherited %+v", got)
-	}
-}
-
 func TestForkStartsWithParentReleases(t *testing.T) { // 50 + fork
 	s := newSim(t)
 	h := append(threeTurns(s), u("u3"))
@@ -92,46 +43,19 @@ func TestForkStartsWithParentReleases(t *testing.T) { // 50 + fork
 		s.rel["main"][r.Key] = true
 	}
 	// The fork replays the identical history: it keeps S1 and inherits S2's release.
-	s.rel["fork"] = map[Digest]bool{}
-	for _, r := range InheritedReleases(rel, 5) {
-		s.rel["fork"][r.Key] = true
+	var recorded []BranchRelease
+	for i, r := range rel {
+		recorded = append(recorded, BranchRelease{Release: r, Branch: "main", Order: int64(i + 1)})
 	}
+	fork := &Fork{Branch: "main", UpTo: int64(len(rel)), Releases: recorded}
+	s.rel["fork"] = ReleasedOn(ReachInput{Branch: "fork", Forks: []*Fork{fork}}, nil)
 	c, _ = s.compileOpt(copt{branch: "fork"}, body(opus55, "sys", h))
 	expectStrips(t, c, "messages.3.content.0 released")
 	// A release on main after the fork does not reach it.
-	late := Release{Key: key("S1"), Seq: 9}
-	if len(InheritedReleases([]Release{late}, 5)) != 0 {
+	late := BranchRelease{Release: Release{Key: key("S1")}, Branch: "main", Order: int64(len(rel) + 1)}
+	fork.Releases = append(fork.Releases, late)
+	if ReleasedOn(ReachInput{Branch: "fork", Forks: []*Fork{fork}}, []Digest{key("S1")})[key("S1")] {
 		t.Fatal("late release inherited")
-	}
-}
-
-func TestRetain(t *testing.T) {
-	var cs []RememberedCompile
-	for i := 1; i <= 40; i++ {
-		cs = append(cs, RememberedCompile{ID: fmt.Sprint("u", i), Seq: int64(i)})
-	}
-	for i := 41; i <= 80; i++ {
-		cs = append(cs, RememberedCompile{ID: fmt.Sprint("a", i), Seq: int64(i), Accepted: true})
-	}
-	forget := Retain(cs, "a41")
-	var wantForget []string
-	for i := 8; i >= 1; i-- {
-		wantForget = append(wantForget, fmt.Sprint("u", i))
-	}
-	// accepted 80..49 kept (32), 48..42 forgotten, owner a41 kept
-	for i := 48; i >= 42; i-- {
-		wantForget = append(wantForget, fmt.Sprint("a", i))
-	}
-	slices.Sort(forget)
-	slices.Sort(wantForget)
-	if !slices.Equal(forget, wantForget) {
-		t.Fatalf("forget %v\nwant %v", forget, wantForget)
-	}
-	if len(Retain(cs[:MinRemembered], "")) != 0 {
-		t.Fatal("32 unaccepted must all be kept")
-	}
-	if got := Retain(cs[:MinRemembered+1], ""); !slices.Equal(got, []string{"u1"}) {
-		t.Fatalf("33: %v", got)
 	}
 }
 

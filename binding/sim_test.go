@@ -31,7 +31,7 @@ import (
 	"testing"
 
 	"github.com/my-pi/bindery/binding"
-	"github.com/my-pi/bindery/binding/judge"
+	"github.com/my-pi/bindery/binding/judgetest"
 )
 
 // chooser is the simulator's only source of decisions: a PRNG in the normal
@@ -89,12 +89,12 @@ type simStats struct {
 	exampleKinds     map[string]int
 	violations       map[string]int
 	examples         []string
-	readings         map[judge.Reading]bool
+	readings         map[judgetest.Reading]bool
 }
 
 func newSimStats() *simStats {
 	return &simStats{accepts: map[string]int{}, ops: map[string]int{}, strips: map[string]int{}, necessary: map[string]int{},
-		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judge.Reading]bool{}}
+		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judgetest.Reading]bool{}}
 }
 
 func (s *simStats) merge(o *simStats) {
@@ -207,7 +207,8 @@ func isThinkingBlock(v any) bool {
 type branch struct {
 	name       string
 	h          *host
-	released   map[binding.Digest]string // key -> reason of the release
+	parent     *branch // the branch this one was forked from (nil: the first)
+	forkedAt   int64   // the conversation's release order when it was forked
 	remembered []*binding.CompileRecord
 	owner      *binding.CompileRecord
 	pending    []pendingAccept
@@ -225,8 +226,8 @@ type simConv struct {
 	t        testing.TB
 	c        chooser
 	st       *simStats
-	j        *judge.Judge
-	reading  judge.Reading
+	j        *judgetest.Judge
+	reading  judgetest.Reading
 	route    func(string) string
 	id       string
 	behavior string // "", "error", "drop_block"
@@ -237,6 +238,7 @@ type simConv struct {
 	compactions map[binding.Digest]binding.Compaction
 	seq         int64
 	branches    []*branch
+	releases    []binding.BranchRelease // the conversation's, in the order recorded
 	cur         *branch
 	corrupt     map[[32]byte]bool // keys of signatures the host corrupted
 	// providerDropped: the judge has dropped a block for its prefix in this
@@ -263,7 +265,7 @@ var switchTargets = map[string][]string{
 	"claude-sonnet-5":   {"claude-opus-5-5", "claude-fable-5-1"},
 }
 
-func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading) *simConv {
+func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judgetest.Reading) *simConv {
 	s := &simConv{t: t, c: c, st: st, reading: reading, id: fmt.Sprintf("conv%d", n),
 		stamps: map[binding.Digest]binding.Stamp{}, corrupt: map[[32]byte]bool{}, blind: map[[32]byte]bool{}}
 	s.route = func(m string) string { return m }
@@ -285,7 +287,7 @@ func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Read
 	case 4: // REC without the beta: nothing reported
 		newAccount = false
 	}
-	s.j = judge.New(judge.Options{Reading: reading, NewAccount: newAccount, Secret: []byte(s.id)})
+	s.j = judgetest.New(judgetest.Options{Reading: reading, NewAccount: newAccount, Secret: []byte(s.id)})
 	h := &host{
 		system: []any{map[string]any{"type": "text", "text": "You are pi, a coding agent. Date: 2026-11-29."},
 			map[string]any{"type": "text", "text": "AGENTS.md: keep diffs small.", "cache_control": map[string]any{"type": "ephemeral"}}},
@@ -296,7 +298,7 @@ func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judge.Read
 		model:    simModels[c.Intn(len(simModels))],
 		reminder: -1,
 	}
-	b := &branch{name: "main", h: h, released: map[binding.Digest]string{}}
+	b := &branch{name: "main", h: h}
 	s.branches = []*branch{b}
 	s.cur = b
 	st.readings[reading] = true
@@ -588,7 +590,7 @@ func (s *simConv) corruptSignature(h *host) bool {
 		sig[at] = 'A'
 	}
 	b[field] = string(sig)
-	s.corrupt[judge.KeyOf(string(sig))] = true
+	s.corrupt[judgetest.KeyOf(string(sig))] = true
 	return true
 }
 
@@ -613,28 +615,28 @@ func (s *simConv) moveCacheMarker(h *host) {
 }
 
 // replySpec draws the reply the model gives.
-func (s *simConv) replySpec() []judge.ReplyBlock {
+func (s *simConv) replySpec() []judgetest.ReplyBlock {
 	c := s.c
-	var out []judge.ReplyBlock
+	var out []judgetest.ReplyBlock
 	n := []int{0, 1, 1, 1, 1, 1, 1, 2, 2, 3}[c.Intn(10)]
 	for i := 0; i < n; i++ {
 		switch {
 		case pct(c, 10):
-			out = append(out, judge.ReplyBlock{Type: "redacted_thinking"})
+			out = append(out, judgetest.ReplyBlock{Type: "redacted_thinking"})
 		case pct(c, 10):
-			out = append(out, judge.ReplyBlock{Type: "thinking", Text: ""})
+			out = append(out, judgetest.ReplyBlock{Type: "thinking", Text: ""})
 		default:
-			out = append(out, judge.ReplyBlock{Type: "thinking", Text: fmt.Sprintf("thinking %d.%d", s.step, i)})
+			out = append(out, judgetest.ReplyBlock{Type: "thinking", Text: fmt.Sprintf("thinking %d.%d", s.step, i)})
 		}
 	}
 	if pct(c, 35) {
 		for k := 0; k < 1+c.Intn(2); k++ {
 			s.toolN++
-			out = append(out, judge.ReplyBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", s.id, s.toolN), Name: "bash",
+			out = append(out, judgetest.ReplyBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_%s_%d", s.id, s.toolN), Name: "bash",
 				Input: map[string]any{"cmd": "go test ./...", "timeout": 120, "ratio": 0.5}})
 		}
 	} else {
-		out = append(out, judge.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", s.step)})
+		out = append(out, judgetest.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", s.step)})
 	}
 	return out
 }
@@ -653,10 +655,7 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 			stamps[k] = st
 		}
 	}
-	released := make(map[binding.Digest]bool, len(b.released))
-	for k := range b.released {
-		released[k] = true
-	}
+	released := binding.ReleasedOn(s.reach(b), binding.StampKeys(req))
 	comps := map[binding.Digest]binding.Compaction{}
 	for _, k := range binding.CompactionKeys(req) {
 		if c, ok := s.compactions[k]; ok {
@@ -686,27 +685,43 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 	return req, out
 }
 
+// retain applies the daemon's retention policy, with the design's minimum
+// per branch, to every branch of the conversation.
 func (s *simConv) retain(b *branch) {
+	if len(b.remembered) == 0 {
+		return
+	}
 	var rc []binding.RememberedCompile
-	for _, r := range b.remembered {
-		rc = append(rc, binding.RememberedCompile{ID: r.ID, Seq: r.Seq, Accepted: r.Accepted})
+	for _, br := range s.branches {
+		for _, r := range br.remembered {
+			rc = append(rc, binding.RememberedCompile{ID: r.ID, Seq: r.Seq, Branch: br.name, Accepted: r.Accepted, Record: true})
+		}
 	}
 	own := ""
 	if b.owner != nil {
 		own = b.owner.ID
 	}
+	last := b.remembered[len(b.remembered)-1]
+	next := binding.RememberedCompile{ID: last.ID, Seq: last.Seq, Branch: b.name, Accepted: last.Accepted, Record: true}
+	plan := binding.Retain(simRetention, rc, next, own)
 	forget := map[string]bool{}
-	for _, id := range binding.Retain(rc, own) {
-		forget[id] = true
+	for _, id := range append(plan.DropRecords, plan.Forget...) {
+		forget[id] = true // the simulator keeps no tombstones: a forgotten accept is counted as such
 	}
-	kept := b.remembered[:0]
-	for _, r := range b.remembered {
-		if !forget[r.ID] {
-			kept = append(kept, r)
+	for _, br := range s.branches {
+		kept := br.remembered[:0]
+		for _, r := range br.remembered {
+			if !forget[r.ID] {
+				kept = append(kept, r)
+			}
 		}
+		br.remembered = kept
 	}
-	b.remembered = kept
 }
+
+// simRetention is the daemon's default policy at the design's minimum per
+// branch, so the simulator's forks run into it.
+var simRetention = binding.Retention{PerBranch: binding.MinRemembered, PerConversation: binding.DefaultRetention.PerConversation}
 
 func (s *simConv) record(b *branch, id string) (int, *binding.CompileRecord) {
 	for i, r := range b.remembered {
@@ -747,9 +762,7 @@ func (s *simConv) accept(b *branch, pa pendingAccept) {
 		}
 	}
 	for _, r := range out.Releases {
-		if _, ok := b.released[r.Key]; !ok {
-			b.released[r.Key] = r.Reason
-		}
+		s.release(b.name, r)
 	}
 	for _, c := range out.Compactions {
 		if s.compactions == nil {
@@ -761,12 +774,45 @@ func (s *simConv) accept(b *branch, pa pendingAccept) {
 	}
 }
 
+// release records a release as the daemon does: on the branch it was made
+// on (binding.SignatureBranch for a release by signature), in order.
+func (s *simConv) release(branch string, r binding.Release) {
+	s.releases = append(s.releases, binding.BranchRelease{Release: r, Branch: branch, Order: int64(len(s.releases) + 1)})
+}
+
+// reach is what binding.ReleasedOn decides b's releases from, as the
+// daemon gathers it for a host that names forks with parent.
+func (s *simConv) reach(b *branch) binding.ReachInput {
+	in := binding.ReachInput{Branch: b.name, Releases: s.releases}
+	var fork func(b *branch) *binding.Fork
+	fork = func(b *branch) *binding.Fork {
+		if b.parent == nil {
+			return nil
+		}
+		return &binding.Fork{Branch: b.parent.name, UpTo: b.forkedAt, Releases: s.releases, Parent: fork(b.parent)}
+	}
+	if f := fork(b); f != nil {
+		in.Forks = []*binding.Fork{f}
+	}
+	return in
+}
+
+// releasedBecause is the reason of the first release of key in force on b.
+func (s *simConv) releasedBecause(b *branch, key binding.Digest) (string, bool) {
+	if !binding.ReleasedOn(s.reach(b), []binding.Digest{key})[key] {
+		return "", false
+	}
+	for _, r := range s.releases {
+		if r.Key == key {
+			return r.Reason, true
+		}
+	}
+	return "", false
+}
+
 func (s *simConv) fork() {
 	p := s.cur
-	nb := &branch{name: fmt.Sprintf("fork%d", len(s.branches)), h: p.h.clone(), released: map[binding.Digest]string{}}
-	for k, v := range p.released {
-		nb.released[k] = v
-	}
+	nb := &branch{name: fmt.Sprintf("fork%d", len(s.branches)), h: p.h.clone(), parent: p, forkedAt: int64(len(s.releases))}
 	s.branches = append(s.branches, nb)
 	s.cur = nb
 	s.op("fork")
@@ -790,7 +836,7 @@ func (s *simConv) runStep() {
 		body := s.body(b)
 		req, out := s.compile(b, body)
 		sent := out.Rewrite(body, req)
-		res := s.j.Answer(judge.Call{Body: sent, Beta: s.beta}, s.replySpec())
+		res := s.j.Answer(judgetest.Call{Body: sent, Beta: s.beta}, s.replySpec())
 		if simTrace != nil {
 			simTrace("step %d branch %s engaged=%v model=%s body=%s\n strips=%+v\n kept=%d status=%d %s\n verdicts=%+v\n transformations=%v", s.step, b.name, s.engaged, req.Model, body, out.Strips, len(out.Kept), res.Status, res.Error, res.Blocks, res.Transformations)
 		}
@@ -826,7 +872,7 @@ func (s *simConv) deliverAccepts(b *branch) {
 	b.pending = keep
 }
 
-func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judge.Result) {
+func (s *simConv) afterReply(b *branch, out *binding.Compiled, res judgetest.Result) {
 	v, err := decodeJSON(res.Reply)
 	if err != nil {
 		s.t.Fatal(err)
@@ -891,7 +937,7 @@ func (s *simConv) violation(kind, detail string) {
 
 // check runs the invariants on one compile and the judge's answer. It
 // returns true when the host should retry after a refusal it released.
-func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *binding.Compiled, res judge.Result) bool {
+func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *binding.Compiled, res judgetest.Result) bool {
 	facts, err := s.j.Facts(body)
 	if err != nil {
 		s.t.Fatalf("Facts: %v", err)
@@ -948,15 +994,15 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 	if !out.Engaged {
 		flag = func(kind, detail string) { s.st.preEngagement[kind]++ }
 	}
-	toOrig := map[judge.Path]binding.Pos{}
+	toOrig := map[judgetest.Path]binding.Pos{}
 	for _, k := range out.Record.Kept {
-		toOrig[judge.Path{Message: k.Sent.Message, Block: k.Sent.Block}] = k.Orig
+		toOrig[judgetest.Path{Message: k.Sent.Message, Block: k.Sent.Block}] = k.Orig
 	}
 	retry := false
 	defer func() {
 		s.dropThisStep = false
 		for _, v := range res.Blocks {
-			if v.Fate == judge.FateDroppedPrefix {
+			if v.Fate == judgetest.FateDroppedPrefix {
 				s.providerDropped, s.dropThisStep = true, true
 			}
 		}
@@ -964,32 +1010,32 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 	for _, v := range res.Blocks {
 		orig, ok := toOrig[v.Path]
 		switch v.Fate {
-		case judge.FateBadSignature:
+		case judgetest.FateBadSignature:
 			if ok && s.corrupt[v.Key] {
 				s.st.expected400++
 				// A bad signature is not a binding refusal: the host releases
 				// that block by its signature and resends.
-				b.released[binding.SignatureKey(sigOf(body, orig))] = binding.ReleaseHost
+				s.release(binding.SignatureBranch, binding.SignatureRelease(sigOf(body, orig)))
 				retry = true
 				continue
 			}
 			flag("refused-bad-signature", fmt.Sprintf("%s (orig %s): %s", v.Path, orig.Path(), res.Error))
-		case judge.FateRefused:
+		case judgetest.FateRefused:
 			flag("refused", fmt.Sprintf("%s (orig %s): %s", v.Path, orig.Path(), res.Error))
 			if ok {
 				rels, err := binding.ReleaseAtPath(out.Record, v.Path.String())
 				if err == nil {
 					for _, r := range rels {
-						b.released[r.Key] = r.Reason
+						s.release(b.name, r)
 					}
 					retry = true
 				}
 			}
-		case judge.FateDroppedPrefix:
+		case judgetest.FateDroppedPrefix:
 			flag("dropped-by-provider", fmt.Sprintf("%s (orig %s) cause %s", v.Path, orig.Path(), v.Cause))
-		case judge.FateAllowed:
+		case judgetest.FateAllowed:
 			flag("mismatch-allowed", fmt.Sprintf("%s (orig %s) cause %s", v.Path, orig.Path(), v.Cause))
-		case judge.FateDroppedModel:
+		case judgetest.FateDroppedModel:
 			if out.Binds {
 				flag("kept-unreadable", fmt.Sprintf("%s (orig %s) minted by %s", v.Path, orig.Path(), v.Minter))
 			}
@@ -1030,7 +1076,7 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 				s.st.forced["unattributable"]++
 			}
 		case binding.ReasonReleased:
-			cause, ok := b.released[st.Key]
+			cause, ok := s.releasedBecause(b, st.Key)
 			switch {
 			case !ok:
 				s.violation("released-without-release", st.Pos.Path())
@@ -1058,7 +1104,7 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 
 // unstamped reports whether any of the blocks has no stamp yet, or was
 // minted after a request whose last kept block bindery had no stamp for.
-func (s *simConv) unstamped(facts []judge.BlockFacts, idx []int) bool {
+func (s *simConv) unstamped(facts []judgetest.BlockFacts, idx []int) bool {
 	for _, i := range idx {
 		if _, ok := s.stamps[binding.Digest(facts[i].Key)]; !ok || s.blind[facts[i].Key] {
 			return true
@@ -1076,9 +1122,9 @@ func (s *simConv) markBlind(reply []byte) {
 		b := bv.(map[string]any)
 		switch b["type"] {
 		case "thinking":
-			s.blind[judge.KeyOf(b["signature"].(string))] = true
+			s.blind[judgetest.KeyOf(b["signature"].(string))] = true
 		case "redacted_thinking":
-			s.blind[judge.KeyOf(b["data"].(string))] = true
+			s.blind[judgetest.KeyOf(b["data"].(string))] = true
 		}
 	}
 }
@@ -1094,7 +1140,7 @@ func (s *simConv) readingConservativeRead(model string) bool {
 // gapForced reports whether keeping block b as well (or, for a block of the
 // latest assistant message, that message's whole run) would break the run
 // rule or the latest-message rule, or would keep a block the judge refuses.
-func gapForced(facts []judge.BlockFacts, kept, latest []int, b int) (string, bool) {
+func gapForced(facts []judgetest.BlockFacts, kept, latest []int, b int) (string, bool) {
 	inLatest := false
 	for _, i := range latest {
 		if i == b {
@@ -1138,8 +1184,8 @@ func union(a, b []int) []int {
 // runValid: the blocks of set, in request order, form one run (each read
 // block names the previous read one as its predecessor; the first may name
 // any), and the latest assistant message's blocks are all in or all out.
-func runValid(facts []judge.BlockFacts, set, latest []int) bool {
-	var prev *judge.BlockFacts
+func runValid(facts []judgetest.BlockFacts, set, latest []int) bool {
+	var prev *judgetest.BlockFacts
 	in := map[int]bool{}
 	for _, i := range set {
 		in[i] = true
@@ -1179,7 +1225,7 @@ func sigOf(body []byte, p binding.Pos) string {
 var simTrace func(format string, args ...any)
 
 // runConversation drives one conversation to its end.
-func runConversation(t testing.TB, c chooser, st *simStats, n int, reading judge.Reading, maxSteps int) {
+func runConversation(t testing.TB, c chooser, st *simStats, n int, reading judgetest.Reading, maxSteps int) {
 	s := newSimConv(t, c, st, n, reading)
 	st.conversations++
 	for i := 0; i < maxSteps && !c.Done(); i++ {
@@ -1201,7 +1247,7 @@ func TestSimulatedConversations(t *testing.T) {
 		c := randChooser{rand.New(rand.NewPCG(uint64(n), 0x5eed))}
 		simTrace = t.Logf
 		defer func() { simTrace = nil }()
-		runConversation(t, c, st, n, judge.Readings()[n%len(judge.Readings())], 24)
+		runConversation(t, c, st, n, judgetest.Readings()[n%len(judgetest.Readings())], 24)
 		t.Logf("%s\n  %s", st, strings.Join(st.examples, "\n  "))
 		return
 	}
@@ -1213,7 +1259,7 @@ func TestSimulatedConversations(t *testing.T) {
 	if k, err := strconv.Atoi(os.Getenv("SIM_SCALE")); err == nil && k > 0 {
 		conversations, steps = conversations*k, steps*3/2
 	}
-	readings := judge.Readings()
+	readings := judgetest.Readings()
 	total := newSimStats()
 	const workers = 2
 	var wg sync.WaitGroup
@@ -1255,7 +1301,7 @@ func FuzzConversation(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add(bytes.Repeat([]byte{7, 200, 13, 99, 1, 250, 42}, 60))
 	f.Add(bytes.Repeat([]byte{255, 0, 128, 3}, 120))
-	readings := judge.Readings()
+	readings := judgetest.Readings()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 {
 			return
@@ -1284,9 +1330,9 @@ func TestJudgedSteadyState(t *testing.T) {
 	for _, how := range []string{"now", "now-no-reply", "late", "never"} {
 		t.Run(how, func(t *testing.T) {
 			st := newSimStats()
-			s := newSimConv(t, fixedChooser{}, st, 0, judge.Documented())
+			s := newSimConv(t, fixedChooser{}, st, 0, judgetest.Documented())
 			s.behavior, s.beta = "", false
-			s.j = judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true, Secret: []byte("steady")})
+			s.j = judgetest.New(judgetest.Options{Reading: judgetest.Documented(), NewAccount: true, Secret: []byte("steady")})
 			b := s.cur
 			b.h.model = "claude-fable-5-1"
 			var lateQueue []pendingAccept
@@ -1297,7 +1343,7 @@ func TestJudgedSteadyState(t *testing.T) {
 				s.moveCacheMarker(b.h)
 				body := s.body(b)
 				req, out := s.compile(b, body)
-				res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req)}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprintf("t%d", turn)}, {Type: "text", Text: "ok"}})
+				res := s.j.Answer(judgetest.Call{Body: out.Rewrite(body, req)}, []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprintf("t%d", turn)}, {Type: "text", Text: "ok"}})
 				if res.Status != 200 {
 					t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
 				}
@@ -1362,8 +1408,8 @@ func TestJudgedOnDemandCompactionKeepTail(t *testing.T) {
 		behavior string
 		beta     bool
 	}{{"", false}, {"error", true}, {"drop_block", true}} {
-		for _, r := range judge.Readings() {
-			if r.Scope != judge.Documented().Scope || r.ThinkingEditAccepted {
+		for _, r := range judgetest.Readings() {
+			if r.Scope != judgetest.Documented().Scope || r.ThinkingEditAccepted {
 				continue // neither touches compaction; keep the run short
 			}
 			for _, variant := range []string{"", "heartbeat-compaction"} {
@@ -1378,11 +1424,11 @@ func TestJudgedOnDemandCompactionKeepTail(t *testing.T) {
 // judgedKeepTail: variant "heartbeat-compaction" sends the compaction
 // request with another system prompt, which breaks the kept turns' thinking
 // (the page's conditions): bindery must strip it, and only it.
-func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool, variant string) {
+func judgedKeepTail(t *testing.T, r judgetest.Reading, behavior string, beta bool, variant string) {
 	st := newSimStats()
 	s := newSimConv(t, fixedChooser{}, st, 0, r)
 	s.behavior, s.beta = behavior, beta
-	s.j = judge.New(judge.Options{Reading: r, NewAccount: true, Secret: []byte("keep-tail")})
+	s.j = judgetest.New(judgetest.Options{Reading: r, NewAccount: true, Secret: []byte("keep-tail")})
 	b := s.cur
 	b.h.model = "claude-fable-5-1"
 	for turn := 1; turn <= 6; turn++ {
@@ -1398,7 +1444,7 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool, v
 			if len(out.Strips) != 0 && variant == "" {
 				t.Fatalf("compaction request: strips %v", out.Strips)
 			}
-			res := s.j.Compact(judge.Call{Body: out.Rewrite(body, req), Beta: s.beta}, "Summary of turns 1 and 2.")
+			res := s.j.Compact(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, "Summary of turns 1 and 2.")
 			if res.Status != 200 {
 				t.Fatalf("compaction request: %d %s", res.Status, res.Error)
 			}
@@ -1419,7 +1465,7 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool, v
 		if turn >= 5 && len(out.Strips) != wantStrips {
 			t.Fatalf("turn %d: strips %v after the swap, want %d", turn, out.Strips, wantStrips)
 		}
-		res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req), Beta: s.beta}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		res := s.j.Answer(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
 		if res.Status != 200 {
 			t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
 		}
@@ -1451,9 +1497,9 @@ func judgedKeepTail(t *testing.T, r judge.Reading, behavior string, beta bool, v
 // request keeps both.
 func TestJudgedProviderDropSubtracted(t *testing.T) {
 	st := newSimStats()
-	s := newSimConv(t, fixedChooser{}, st, 0, judge.Documented())
+	s := newSimConv(t, fixedChooser{}, st, 0, judgetest.Documented())
 	s.behavior, s.beta = "drop_block", true
-	s.j = judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true, Secret: []byte("drop")})
+	s.j = judgetest.New(judgetest.Options{Reading: judgetest.Documented(), NewAccount: true, Secret: []byte("drop")})
 	b := s.cur
 	b.h.model = "claude-fable-5-1"
 	for turn := 1; turn <= 4; turn++ {
@@ -1464,7 +1510,7 @@ func TestJudgedProviderDropSubtracted(t *testing.T) {
 		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
 		body := s.body(b)
 		req, out := s.compile(b, body)
-		res := s.j.Answer(judge.Call{Body: out.Rewrite(body, req), Beta: true}, []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		res := s.j.Answer(judgetest.Call{Body: out.Rewrite(body, req), Beta: true}, []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
 		if res.Status != 200 {
 			t.Fatalf("turn %d: %d %s", turn, res.Status, res.Error)
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/db"
 	"github.com/my-pi/bindery/watcher"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // archive is a generated pi archive shared by the benchmarks of one run.
@@ -48,14 +48,14 @@ func genArchive(b *testing.B, sessions, per int) *archive {
 		b.Fatal(err)
 	}
 	a := &archive{agent: filepath.Join(root, "agent")}
-	a.dir = filepath.Join(a.agent, "sessions", pisession.ProjectDir("/home/dev/src/app"))
+	a.dir = filepath.Join(a.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/app"))
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	for i := range sessions {
-		s := pisession.Generate(pisession.Options{Seed: uint64(i + 1), TargetBytes: per, Start: start.Add(time.Duration(i) * time.Minute)})
-		p := filepath.Join(a.dir, pisession.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))
+		s := pisessiontest.Generate(pisessiontest.Options{Seed: uint64(i + 1), TargetBytes: per, Start: start.Add(time.Duration(i) * time.Minute)})
+		p := filepath.Join(a.dir, pisessiontest.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))
 		if err := s.WriteFile(p); err != nil {
 			b.Fatal(err)
 		}
@@ -138,8 +138,8 @@ func BenchmarkColdIngest(b *testing.B) {
 // Run with -benchtime=1000x for 1,000 appends; p50 and p99 are reported.
 func BenchmarkAppendLatency(b *testing.B) {
 	e := newTestEnv(b)
-	long := pisession.Generate(pisession.Options{Seed: 42, Turns: 400, Plain: true})
-	path := filepath.Join(e.sessions, pisession.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), long.ID))
+	long := pisessiontest.Generate(pisessiontest.Options{Seed: 42, Turns: 400, Plain: true})
+	path := filepath.Join(e.sessions, pisessiontest.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), long.ID))
 	const initial = 5
 	if err := os.WriteFile(path, long.Data[:long.Offsets[initial]], 0o644); err != nil {
 		b.Fatal(err)
@@ -178,7 +178,7 @@ func BenchmarkAppendLatency(b *testing.B) {
 		n := initial + i
 		line := long.Data[long.Offsets[n]:long.Offsets[n+1]]
 		t0 := time.Now()
-		if err := pisession.AppendLine(path, line); err != nil {
+		if err := pisessiontest.AppendLine(path, line); err != nil {
 			b.Fatal(err)
 		}
 		// Poll at most every 250µs: a tighter loop would take the CPU the
@@ -239,10 +239,10 @@ func peakRSS() int64 {
 // session of about 1,000 and 10,000 entries (the tree is derived per call).
 func BenchmarkGetSession(b *testing.B) {
 	for _, turns := range []int{100, 1000} {
-		s := pisession.Generate(pisession.Options{Seed: 9, Turns: turns})
+		s := pisessiontest.Generate(pisessiontest.Options{Seed: 9, Turns: turns})
 		b.Run(fmt.Sprintf("entries=%d", len(s.Lines)-1), func(b *testing.B) {
 			e := newTestEnv(b)
-			if err := s.WriteFile(filepath.Join(e.sessions, pisession.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), s.ID))); err != nil {
+			if err := s.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), s.ID))); err != nil {
 				b.Fatal(err)
 			}
 			start(b, e.config(b))

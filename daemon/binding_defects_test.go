@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
+	"github.com/my-pi/bindery/db"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +80,7 @@ func TestJournalPanicDoesNotWedgeWriter(t *testing.T) {
 	e := newBindingEnv(t, nil)
 	first := make(chan error, 1)
 	go func() {
-		first <- e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+		first <- e.j.Write(t.Context(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
 			if err := emit("test", "pan", nil); err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func TestJournalPanicDoesNotWedgeWriter(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error { return emit("test", "after", nil) })
+		done <- e.j.Write(t.Context(), func(ctx context.Context, tx *db.Tx, emit Emit) error { return emit("test", "after", nil) })
 	}()
 	select {
 	case err := <-done:

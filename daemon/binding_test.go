@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,11 +108,11 @@ func stampAll(tb testing.TB, e *bindingEnv, conv string, body []byte) {
 			pred = bl.Key
 		}
 	}
-	err = e.j.Write(context.Background(), func(ctx context.Context, tx *sql.Tx, _ Emit) error {
-		if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: conv, EngagedCompile: "setup", EngagedMs: 1, CreatedMs: 1}); err != nil {
+	err = e.j.Write(context.Background(), func(ctx context.Context, tx *db.Tx, _ Emit) error {
+		if err := tx.UpsertConversation(ctx, db.ConversationRow{ID: conv, EngagedCompile: "setup", EngagedMs: 1, CreatedMs: 1}); err != nil {
 			return err
 		}
-		_, err := db.InsertStamps(ctx, tx, rows)
+		_, err := tx.InsertStamps(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -221,24 +220,6 @@ func TestBinderConcurrent(t *testing.T) {
 	}
 	if int64(len(seen)) != newest {
 		t.Fatalf("feed saw %d events, log has %d", len(seen), newest)
-	}
-}
-
-func TestPiReplyToWire(t *testing.T) {
-	line := []byte(`{"type":"message","id":"a","parentId":"u","message":{"role":"assistant","content":[` +
-		`{"type":"thinking","thinking":"hm","thinkingSignature":"S1"},{"type":"thinking","thinking":"   ","thinkingSignature":"S2"},` +
-		`{"type":"thinking","thinking":"[r]","thinkingSignature":"DATA","redacted":true},{"type":"thinking","thinking":"plain","thinkingSignature":""},` +
-		`{"type":"text","text":" "},{"type":"text","text":"<b>"},{"type":"toolCall","id":"toolu_1","name":"read","arguments":{"path":"a"}}]}}`)
-	got, err := piReplyToWire(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"content":[{"signature":"S1","thinking":"hm","type":"thinking"},{"data":"DATA","type":"redacted_thinking"},{"text":"plain","type":"text"},{"text":"<b>","type":"text"},{"id":"toolu_1","input":{"path":"a"},"name":"read","type":"tool_use"}],"role":"assistant"}`
-	if strings.TrimSpace(string(got)) != want {
-		t.Fatalf("wire:\n got %s\nwant %s", got, want)
-	}
-	if _, err := piReplyToWire([]byte(`{"message":{"role":"user","content":[]}}`)); err == nil {
-		t.Fatal("a user message converted")
 	}
 }
 
@@ -438,8 +419,8 @@ func TestJournalGroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.j.Write(t.Context(), func(ctx context.Context, tx *sql.Tx, emit Emit) error {
-				if err := db.UpsertConversation(ctx, tx, db.ConversationRow{ID: fmt.Sprint("g", i), CreatedMs: 1}); err != nil {
+			errs[i] = e.j.Write(t.Context(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+				if err := tx.UpsertConversation(ctx, db.ConversationRow{ID: fmt.Sprint("g", i), CreatedMs: 1}); err != nil {
 					return err
 				}
 				if err := emit(api.EventRelease, fmt.Sprint("g", i), map[string]int{"i": i}); err != nil {
@@ -484,7 +465,7 @@ func TestJournalGroupCommit(t *testing.T) {
 // the in-memory mirror agrees with what a restart reloads.
 func TestBinderAcceptedRetention(t *testing.T) {
 	e := newBindingEnv(t, nil)
-	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}})
+	e.b = NewBinder(e.j, BinderConfig{Compiles: binding.Retention{PerBranch: 32, PerConversation: 64, AcceptedRecords: 40, Tombstones: 50}})
 	body := request("ret", 1, 10)
 	var ids []string
 	for i := 0; i < 120; i++ {
@@ -541,7 +522,7 @@ func TestBinderAcceptedRetention(t *testing.T) {
 // never repeat.
 func TestBinderCompileRetention(t *testing.T) {
 	e := newBindingEnv(t, nil)
-	e.b = NewBinder(e.j, BinderConfig{Compiles: db.CompileRetention{PerBranch: 32, PerConversation: 48}})
+	e.b = NewBinder(e.j, BinderConfig{Compiles: binding.Retention{PerBranch: 32, PerConversation: 48}})
 	body := request("keep", 1, 10)
 	compile := func(branch string) string {
 		ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "keep", Branch: branch, Request: body, Return: api.ReturnPlan})
@@ -708,7 +689,11 @@ func TestParentOfPiHeader(t *testing.T) {
 			index("my_id.v2-1", "/home/dev/.pi/agent/sessions/--x--/somewhere-else.jsonl", "")
 		}
 		index(c.child, dir+c.child+".jsonl", c.parent)
-		got, err := e.b.parentOf(t.Context(), &api.CompileCall{Conversation: c.child})
+		sess, err := e.j.DB.Session(t.Context(), c.child)
+		if err != nil {
+			t.Fatalf("%s: session: %v", c.child, err)
+		}
+		got, err := e.b.parentOf(t.Context(), &api.CompileCall{Conversation: c.child}, sess)
 		if err != nil {
 			t.Fatalf("%s: %v", c.child, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
 )
 
@@ -18,10 +19,9 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 	b := NewBinder(j, BinderConfig{
 		Models:      d.cfg.ModelTable,
 		MaxMessages: d.cfg.MaxMessages,
-		Compiles: db.CompileRetention{PerBranch: db.DefaultCompileRetention.PerBranch, PerConversation: db.DefaultCompileRetention.PerConversation,
-			AcceptedRecords: db.DefaultCompileRetention.AcceptedRecords, Tombstones: d.cfg.AcceptedWindow},
-		Logger: d.log.With("component", "binding"),
-		Follow: func(_ context.Context, path string) error { return d.watch.Follow(path) },
+		Compiles:    binding.Retention{Tombstones: d.cfg.AcceptedWindow},
+		Logger:      d.log.With("component", "binding"),
+		Follow:      func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
 	b.trees = &d.trees // GET /v1/sessions/{id} and the conversation's branches read the same trees
 	d.binder = b

@@ -42,7 +42,7 @@ func idSeq(id string) (int64, bool) {
 // conversation does not remember: forgotten (made here and beyond the
 // retention window, README "Retention") or unknown.
 func (b *Binder) unknownCompile(ctx context.Context, id string) error {
-	keep := b.keep.Normalized()
+	keep := b.keep
 	seq, ok := idSeq(id)
 	if !ok {
 		return api.Errorf(api.CodeUnknownCompile, "compile %q is unknown, or was forgotten (an id without a seq, made before ids carried one, cannot be told apart)", id)

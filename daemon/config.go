@@ -15,7 +15,6 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
-	"github.com/my-pi/bindery/db"
 )
 
 // Config is everything `bindery serve` can be told. Every setting has a
@@ -86,7 +85,7 @@ type Config struct {
 	IdleTimeout   time.Duration
 	FeedBuffer    int
 	FeedStall     time.Duration
-	// AcceptedWindow is db.CompileRetention.Tombstones.
+	// AcceptedWindow is binding.Retention.Tombstones.
 	AcceptedWindow int
 
 	// Not settable from the command line.
@@ -127,7 +126,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		IdleTimeout:     2 * time.Minute,
 		FeedBuffer:      api.DefaultSubscriberBuffer,
 		FeedStall:       30 * time.Second,
-		AcceptedWindow:  db.DefaultCompileRetention.Tombstones,
+		AcceptedWindow:  binding.DefaultRetention.Tombstones,
 		Getenv:          getenv,
 		Database:        getenv("BINDERY_DB"),
 		Socket:          getenv("BINDERY_SOCKET"),

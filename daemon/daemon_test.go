@@ -17,7 +17,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // TestMain doubles as the "other user" client for TestPeerOtherUID: run
@@ -306,7 +306,7 @@ type testEnv struct {
 func newTestEnv(t testing.TB) testEnv {
 	root := shortDir(t)
 	e := testEnv{agent: filepath.Join(root, "agent"), state: filepath.Join(root, "state"), sock: filepath.Join(root, "run", "b.sock")}
-	e.sessions = filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/app"))
+	e.sessions = filepath.Join(e.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/app"))
 	if err := os.MkdirAll(e.sessions, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +382,8 @@ func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 
 func TestRunServesAndShutsDown(t *testing.T) {
 	e := newTestEnv(t)
-	s := pisession.Generate(pisession.Options{Seed: 7})
-	file := filepath.Join(e.sessions, pisession.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), s.ID))
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 7})
+	file := filepath.Join(e.sessions, pisessiontest.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), s.ID))
 	if err := s.WriteFile(file); err != nil {
 		t.Fatal(err)
 	}

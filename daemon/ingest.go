@@ -24,7 +24,7 @@ type ingester struct {
 	published func([]db.Event)
 	// journal, when set, commits batches so their events are published in
 	// seq order with the binding calls' (it replaces published); attribute
-	// then runs with each committed batch (binding_ingest.go).
+	// then runs with each committed batch (attribute.go).
 	journal   *Journal
 	attribute func(context.Context, db.Batch, db.Ingested) error
 
@@ -144,7 +144,7 @@ func dbBatch(b watcher.Batch) db.Batch {
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
-			UsageKind: e.UsageKind, EditOmit: e.EditOmit,
+			UsageKind: e.UsageKind, EditOmit: e.EditOmit, Reply: e.Reply,
 		}
 		if e.Type == "context_edit" {
 			de.TargetID = e.TargetID

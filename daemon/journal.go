@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -44,7 +43,7 @@ type Emit func(typ, conversation string, fields any) error
 
 type journalWrite struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Tx, emit Emit) error
+	fn   func(ctx context.Context, tx *db.Tx, emit Emit) error
 	err  error
 	done chan struct{}
 }
@@ -58,7 +57,7 @@ const maxGroup = 64
 // with it and published after the commit. fn may run in a transaction
 // shared with other calls; it must only use tx and its own variables, and
 // may run again never (it runs exactly once).
-func (j *Journal) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx, emit Emit) error) error {
+func (j *Journal) Write(ctx context.Context, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
 	w := &journalWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
 	j.qmu.Lock()
 	j.queue = append(j.queue, w)
@@ -108,7 +107,7 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 			break
 		}
 	}
-	err := j.DB.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := j.DB.Write(ctx, func(ctx context.Context, tx *db.Tx) error {
 		evs = evs[:0]
 		for _, w := range group {
 			w.err = nil
@@ -120,23 +119,19 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 				w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs))
 				return w.err
 			}
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT journal_write"); err != nil {
-				return err
-			}
 			start := len(evs)
-			if w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs)); w.err != nil {
+			var err error
+			w.err, err = tx.Savepoint(ctx, func() error { return w.run(ctx, tx, j.emitter(ctx, tx, &evs)) })
+			if w.err != nil {
 				evs = evs[:start]
-				if _, err := tx.ExecContext(ctx, "ROLLBACK TO journal_write"); err != nil {
-					return err
-				}
 			}
-			if _, err := tx.ExecContext(ctx, "RELEASE journal_write"); err != nil {
+			if err != nil {
 				return err
 			}
 		}
 		j.commits++
 		if j.commits%journalPruneEvery == 0 && (j.Retention.MaxAge > 0 || j.Retention.MaxCount > 0) {
-			if _, err := db.PruneEvents(ctx, tx, j.Retention, time.Now()); err != nil {
+			if _, err := tx.PruneEvents(ctx, j.Retention, time.Now()); err != nil {
 				return err
 			}
 		}
@@ -160,7 +155,7 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 // through the open transaction would leave it open on the only writer
 // connection, the journal's lock held and its queue never drained, so
 // every later write in the daemon would hang.
-func (w *journalWrite) run(ctx context.Context, tx *sql.Tx, emit Emit) (err error) {
+func (w *journalWrite) run(ctx context.Context, tx *db.Tx, emit Emit) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("journal write panicked: %v\n%s", p, debug.Stack())
@@ -169,9 +164,9 @@ func (w *journalWrite) run(ctx context.Context, tx *sql.Tx, emit Emit) (err erro
 	return w.fn(ctx, tx, emit)
 }
 
-func (j *Journal) emitter(ctx context.Context, tx *sql.Tx, evs *[]db.Event) Emit {
+func (j *Journal) emitter(ctx context.Context, tx *db.Tx, evs *[]db.Event) Emit {
 	return func(typ, conversation string, fields any) error {
-		e, err := db.AppendEvent(ctx, tx, typ, conversation, fields)
+		e, err := tx.AppendEvent(ctx, typ, conversation, fields)
 		if err != nil {
 			return err
 		}
@@ -215,9 +210,9 @@ func (j *Journal) Prune(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	var n int64
-	err := j.Write(ctx, func(ctx context.Context, tx *sql.Tx, _ Emit) error {
+	err := j.Write(ctx, func(ctx context.Context, tx *db.Tx, _ Emit) error {
 		var err error
-		n, err = db.PruneEvents(ctx, tx, j.Retention, time.Now())
+		n, err = tx.PruneEvents(ctx, j.Retention, time.Now())
 		return err
 	})
 	if err != nil {

@@ -68,8 +68,7 @@ func (d *daemon) unhealthy(ctx context.Context, timeout, stall time.Duration) st
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var n int
-	if err := d.store.Reader().QueryRowContext(pctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil && ctx.Err() == nil {
+	if err := d.store.Ping(pctx); err != nil && ctx.Err() == nil {
 		return "the database does not answer: " + err.Error()
 	}
 	if d.cfg.Socket != "" {

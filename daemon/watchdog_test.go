@@ -13,7 +13,7 @@ import (
 
 	"github.com/my-pi/bindery/db"
 	"github.com/my-pi/bindery/watcher"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // The watchdog's health check: healthy while the watcher's loop beats,
@@ -63,7 +63,7 @@ func TestWatchdogHealth(t *testing.T) {
 		}
 	}
 	wait("healthy", func(why string) bool { return why == "" && !w.Beat().IsZero() })
-	sess := pisession.Generate(pisession.Options{Seed: 5, Turns: 1})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 5, Turns: 1})
 	if err := sess.WriteFile(filepath.Join(root, "a.jsonl")); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -39,8 +38,8 @@ func BenchmarkCommit(b *testing.B) {
 				batch := Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, int64(100*line), line), Entries: []Entry{e}}
 				t0 := time.Now()
 				if durable {
-					err = d.Write(b.Context(), func(ctx context.Context, tx *sql.Tx) error {
-						_, err := d.ingestTx(ctx, tx, batch)
+					err = d.Write(b.Context(), func(ctx context.Context, tx *Tx) error {
+						_, err := d.ingestTx(ctx, tx.tx, batch)
 						return err
 					})
 				} else {

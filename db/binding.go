@@ -14,36 +14,6 @@ import (
 // transaction (DB.Write) so one call's records, and the events reporting
 // them, commit together; reads use the reader pool.
 
-// Retention of compile records (design/binding.md: at least the 32 most
-// recent unaccepted compiles per branch).
-type CompileRetention struct {
-	PerBranch       int // newest unaccepted compiles kept per branch (>= 32), and accepted records per branch
-	PerConversation int // and at most this many unaccepted per conversation
-	// AcceptedRecords bounds the accepted records a conversation keeps
-	// (pi makes every leaf a branch, so a per-branch bound alone would
-	// keep a record per turn); Tombstones bounds the accepted compiles
-	// remembered at all (a repeated accept of an older one is a 404).
-	AcceptedRecords int
-	Tombstones      int
-}
-
-// DefaultCompileRetention keeps twice the minimum per branch.
-var DefaultCompileRetention = CompileRetention{PerBranch: 64, PerConversation: 1024, AcceptedRecords: 256, Tombstones: 10000}
-
-func (k CompileRetention) normalized() CompileRetention {
-	k.PerBranch = max(k.PerBranch, binding.MinRemembered)
-	k.PerConversation = max(k.PerConversation, k.PerBranch)
-	if k.AcceptedRecords <= 0 {
-		k.AcceptedRecords = DefaultCompileRetention.AcceptedRecords
-	}
-	k.AcceptedRecords = max(k.AcceptedRecords, k.PerBranch)
-	if k.Tombstones <= 0 {
-		k.Tombstones = DefaultCompileRetention.Tombstones
-	}
-	k.Tombstones = max(k.Tombstones, k.AcceptedRecords)
-	return k
-}
-
 // ConversationRow is a conversation's own row.
 type ConversationRow struct {
 	ID                 string
@@ -113,7 +83,8 @@ type ConversationState struct {
 // UpsertConversation creates the conversation's row, or fills the fields
 // that were empty (a session file learned later). It never moves an
 // engagement or a parent once set.
-func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) error {
+func (t *Tx) UpsertConversation(ctx context.Context, c ConversationRow) error {
+	tx := t.tx
 	_, err := txExec(ctx, tx, sqlUpsertConv,
 		c.ID, nullString(c.EngagedCompile), nullInt(c.EngagedMs), nullString(c.ParentConversation), nullString(c.ParentBranch),
 		c.ParentRelease, nullString(c.SessionFile), c.CreatedMs)
@@ -125,7 +96,8 @@ func UpsertConversation(ctx context.Context, tx *sql.Tx, c ConversationRow) erro
 
 // UpsertBranch creates the branch's row if missing and sets its owner when
 // owner is not empty.
-func UpsertBranch(ctx context.Context, tx *sql.Tx, b BranchRow) error {
+func (t *Tx) UpsertBranch(ctx context.Context, b BranchRow) error {
+	tx := t.tx
 	_, err := txExec(ctx, tx, sqlUpsertBranch,
 		b.Conversation, b.Branch, nullString(b.Owner), nullString(b.ParentConversation), nullString(b.ParentBranch), b.ParentRelease, b.CreatedMs)
 	if err != nil {
@@ -134,21 +106,11 @@ func UpsertBranch(ctx context.Context, tx *sql.Tx, b BranchRow) error {
 	return nil
 }
 
-// NextCompileSeq returns the seq the next inserted compile gets (the
-// AUTOINCREMENT high-water mark plus one), so a record can carry its seq.
-func NextCompileSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var last int64
-	err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'compiles'`).Scan(&last)
-	if err != nil && err != sql.ErrNoRows {
-		return 0, fmt.Errorf("next compile seq: %w", err)
-	}
-	return last + 1, nil
-}
-
 // InsertCompile stores a compile record (rec.Seq is the row's seq).
 // Retention is the daemon's: it picks what to forget from its mirror of
 // the conversation and calls ForgetCompiles in the same transaction.
-func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, createdMs int64) error {
+func (t *Tx) InsertCompile(ctx context.Context, rec *binding.CompileRecord, createdMs int64) error {
+	tx := t.tx
 	if _, err := txExec(ctx, tx, sqlInsertCompile,
 		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, encodeRecord(rec)); err != nil {
 		return fmt.Errorf("insert compile %s: %w", rec.ID, err)
@@ -159,7 +121,8 @@ func InsertCompile(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, 
 // MarkAccepted records that a compile was accepted, its updated record,
 // and what its accept recorded (answered again on a repeat). A compile
 // already accepted, or unknown, is ErrUnknownCompile.
-func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
+func (t *Tx) MarkAccepted(ctx context.Context, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
+	tx := t.tx
 	res, err := txExec(ctx, tx, sqlMarkAccepted,
 		acceptedMs, stamped, released, encodeRecord(rec), rec.ID)
 	if err != nil {
@@ -174,9 +137,10 @@ func MarkAccepted(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord, a
 // ForgetCompiles drops the records of accepted compiles (nullRecords: the
 // ids stay, so a repeated accept still answers 200) and forgets compiles
 // entirely (forget: their accept is then 404). The daemon picks them from
-// its mirror of the conversation (CompileRetention), so this costs the
+// its mirror of the conversation (binding.Retention), so this costs the
 // ids given, not the conversation's length.
-func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []string) error {
+func (t *Tx) ForgetCompiles(ctx context.Context, nullRecords, forget []string) error {
+	tx := t.tx
 	for _, id := range nullRecords {
 		if _, err := txExec(ctx, tx, sqlNullRecord, id); err != nil {
 			return fmt.Errorf("forget record of %s: %w", id, err)
@@ -191,11 +155,11 @@ func ForgetCompiles(ctx context.Context, tx *sql.Tx, nullRecords, forget []strin
 }
 
 // Normalized is the retention as the store applies it.
-func (k CompileRetention) Normalized() CompileRetention { return k.normalized() }
 
 // InsertStamps records stamps; a key already stamped keeps its first stamp.
 // It returns the stamps actually inserted.
-func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRow, error) {
+func (t *Tx) InsertStamps(ctx context.Context, stamps []StampRow) ([]StampRow, error) {
+	tx := t.tx
 	if len(stamps) == 0 {
 		return nil, nil
 	}
@@ -224,7 +188,8 @@ func InsertStamps(ctx context.Context, tx *sql.Tx, stamps []StampRow) ([]StampRo
 
 // InsertReleases records releases on a branch (a block released twice
 // keeps its first release). It returns the releases actually inserted.
-func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]ReleaseRow, error) {
+func (t *Tx) InsertReleases(ctx context.Context, rels []ReleaseRow) ([]ReleaseRow, error) {
+	tx := t.tx
 	if len(rels) == 0 {
 		return nil, nil
 	}
@@ -250,7 +215,8 @@ func InsertReleases(ctx context.Context, tx *sql.Tx, rels []ReleaseRow) ([]Relea
 
 // IngestHighWater is the largest entries.seq: a release recorded now gets
 // it as its seq, so "ingested after the release" is entries.seq > seq.
-func IngestHighWater(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (t *Tx) IngestHighWater(ctx context.Context) (int64, error) {
+	tx := t.tx
 	var n int64
 	if err := txQueryRow(ctx, tx, sqlIngestHighWater).Scan(&n); err != nil {
 		return 0, fmt.Errorf("ingest high water: %w", err)
@@ -436,7 +402,8 @@ func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n !=
 
 // LastReleaseID is the largest releases.id (0 when none): a fork made now
 // inherits its parent's releases up to it.
-func LastReleaseID(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (t *Tx) LastReleaseID(ctx context.Context) (int64, error) {
+	tx := t.tx
 	var n int64
 	if err := txQueryRow(ctx, tx, sqlLastReleaseID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("last release: %w", err)
@@ -542,7 +509,8 @@ func (d *DB) LastCompileSeq(ctx context.Context) (int64, error) {
 // LinkStampsInSession links the given stamps to the entry of session that
 // holds their block, when the watcher has already ingested it (the reply
 // landed in the file before its accept arrived).
-func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys []binding.Digest) (int, error) {
+func (t *Tx) LinkStampsInSession(ctx context.Context, session string, keys []binding.Digest) (int, error) {
+	tx := t.tx
 	n := 0
 	for _, k := range keys {
 		res, err := txExec(ctx, tx, sqlLinkStampInSession, k[:], session)
@@ -557,7 +525,8 @@ func LinkStampsInSession(ctx context.Context, tx *sql.Tx, session string, keys [
 
 // UpdateRecord rewrites a stored compile record (a refusal the host
 // reported marks it refused, so attribution ignores it).
-func UpdateRecord(ctx context.Context, tx *sql.Tx, rec *binding.CompileRecord) error {
+func (t *Tx) UpdateRecord(ctx context.Context, rec *binding.CompileRecord) error {
+	tx := t.tx
 	if _, err := txExec(ctx, tx, sqlUpdateRecord, encodeRecord(rec), rec.ID); err != nil {
 		return fmt.Errorf("update compile %s: %w", rec.ID, err)
 	}

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,19 +26,19 @@ func testRecord(id, conv, branch string, seq int64) *binding.CompileRecord {
 func insertCompile(t *testing.T, d *DB, id, conv, branch string) *binding.CompileRecord {
 	t.Helper()
 	var rec *binding.CompileRecord
-	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		seq, err := NextCompileSeq(ctx, tx)
-		if err != nil {
+	last, err := d.LastCompileSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		rec = testRecord(id, conv, branch, last+1)
+		if err := tx.UpsertConversation(ctx, ConversationRow{ID: conv, CreatedMs: 1}); err != nil {
 			return err
 		}
-		rec = testRecord(id, conv, branch, seq)
-		if err := UpsertConversation(ctx, tx, ConversationRow{ID: conv, CreatedMs: 1}); err != nil {
+		if err := tx.UpsertBranch(ctx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
 			return err
 		}
-		if err := UpsertBranch(ctx, tx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
-			return err
-		}
-		return InsertCompile(ctx, tx, rec, time.Now().UnixMilli())
+		return tx.InsertCompile(ctx, rec, time.Now().UnixMilli())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,34 +62,34 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 	}
 
 	// accept: stamps, releases, owner, engagement, in one transaction
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		hw, err := IngestHighWater(ctx, tx)
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		hw, err := tx.IngestHighWater(ctx)
 		if err != nil {
 			return err
 		}
 		st := []StampRow{{Stamp: binding.Stamp{Key: bdigest("r1"), Seed: bdigest("seed"), Chain: bdigest("ch"), Model: "m"}, Source: "accept", Conversation: "conv", Branch: "b", Compile: "c1", CreatedMs: 5}}
-		if added, err := InsertStamps(ctx, tx, append(st, st...)); err != nil || len(added) != 1 {
+		if added, err := tx.InsertStamps(ctx, append(st, st...)); err != nil || len(added) != 1 {
 			return fmt.Errorf("stamps added %d: %v", len(added), err)
 		}
 		rl := []ReleaseRow{{Release: binding.Release{Key: bdigest("k0"), Reason: "prefix-changed", Compile: "c1", Message: 1, Path: "messages.1.content.0", Seq: hw}, Conversation: "conv", Branch: "b", CreatedMs: 5}}
-		if added, err := InsertReleases(ctx, tx, append(rl, rl...)); err != nil || len(added) != 1 {
+		if added, err := tx.InsertReleases(ctx, append(rl, rl...)); err != nil || len(added) != 1 {
 			return fmt.Errorf("releases added %d: %v", len(added), err)
 		}
-		if err := UpsertBranch(ctx, tx, BranchRow{Conversation: "conv", Branch: "b", Owner: "c1", CreatedMs: 9}); err != nil {
+		if err := tx.UpsertBranch(ctx, BranchRow{Conversation: "conv", Branch: "b", Owner: "c1", CreatedMs: 9}); err != nil {
 			return err
 		}
-		if err := UpsertConversation(ctx, tx, ConversationRow{ID: "conv", EngagedCompile: "c1", EngagedMs: 5, CreatedMs: 9}); err != nil {
+		if err := tx.UpsertConversation(ctx, ConversationRow{ID: "conv", EngagedCompile: "c1", EngagedMs: 5, CreatedMs: 9}); err != nil {
 			return err
 		}
 		rec.Accepted = true
-		return MarkAccepted(ctx, tx, rec, 5, 1, 1)
+		return tx.MarkAccepted(ctx, rec, 5, 1, 1)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// a second accept of the same compile is refused by the store
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return MarkAccepted(ctx, tx, rec, 6, 1, 1)
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		return tx.MarkAccepted(ctx, rec, 6, 1, 1)
 	})
 	if binding.Code(err) != "unknown-compile" {
 		t.Fatalf("second MarkAccepted: %v", err)
@@ -128,8 +127,8 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 		t.Fatalf("the same reply read again linked again: %d, events %+v", ing.Linked, ing.Events)
 	}
 	// an engagement is never moved
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return UpsertConversation(ctx, tx, ConversationRow{ID: "conv", EngagedCompile: "c9", EngagedMs: 99, SessionFile: "/f", CreatedMs: 9})
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		return tx.UpsertConversation(ctx, ConversationRow{ID: "conv", EngagedCompile: "c9", EngagedMs: 99, SessionFile: "/f", CreatedMs: 9})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,29 +144,29 @@ func TestEventBoundsAndPrune(t *testing.T) {
 		t.Fatalf("empty bounds %d %d %v", o, l, err)
 	}
 	old := time.Now().Add(-2 * time.Hour).UnixMilli()
-	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
 		for i := range 30 {
-			if _, err := AppendEvent(ctx, tx, "accept", "c", map[string]int{"i": i}); err != nil {
+			if _, err := tx.AppendEvent(ctx, "accept", "c", map[string]int{"i": i}); err != nil {
 				return err
 			}
 		}
 		// the first ten are old
-		_, err := tx.ExecContext(ctx, `UPDATE events SET time_ms = ? WHERE seq <= 10`, old)
+		_, err := tx.tx.ExecContext(ctx, `UPDATE events SET time_ms = ? WHERE seq <= 10`, old)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n int64
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		n, err = PruneEvents(ctx, tx, EventRetention{MaxAge: time.Hour}, time.Now())
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		n, err = tx.PruneEvents(ctx, EventRetention{MaxAge: time.Hour}, time.Now())
 		return err
 	})
 	if err != nil || n != 10 {
 		t.Fatalf("pruned by age %d: %v", n, err)
 	}
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		n, err = PruneEvents(ctx, tx, EventRetention{MaxCount: 5, MaxAge: time.Hour}, time.Now())
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		n, err = tx.PruneEvents(ctx, EventRetention{MaxCount: 5, MaxAge: time.Hour}, time.Now())
 		return err
 	})
 	if err != nil || n != 15 {
@@ -176,8 +175,8 @@ func TestEventBoundsAndPrune(t *testing.T) {
 	if o, l, err := d.EventBounds(t.Context()); err != nil || o != 26 || l != 30 {
 		t.Fatalf("bounds %d %d %v", o, l, err)
 	}
-	err = d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM events`)
+	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		_, err := tx.tx.ExecContext(ctx, `DELETE FROM events`)
 		return err
 	})
 	if err != nil {
@@ -187,8 +186,8 @@ func TestEventBoundsAndPrune(t *testing.T) {
 	if o, l, _ := d.EventBounds(t.Context()); o != 0 || l != 30 {
 		t.Fatalf("bounds after emptying: %d %d", o, l)
 	}
-	d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		e, err := AppendEvent(ctx, tx, "accept", "c", nil)
+	d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		e, err := tx.AppendEvent(ctx, "accept", "c", nil)
 		if e.Seq != 31 {
 			t.Errorf("seq after emptying = %d", e.Seq)
 		}
@@ -203,16 +202,16 @@ func TestForgetCompiles(t *testing.T) {
 		if id == "c" {
 			continue
 		}
-		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
 			rec.Accepted = true
-			return MarkAccepted(ctx, tx, rec, 1, 0, 0)
+			return tx.MarkAccepted(ctx, rec, 1, 0, 0)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return ForgetCompiles(ctx, tx, []string{"a", "c"}, []string{"b"})
+	err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		return tx.ForgetCompiles(ctx, []string{"a", "c"}, []string{"b"})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ import (
 // InsertCompactions records on-demand compaction blocks (an accept's
 // AcceptOutcome.Compactions), first-wins: a block already recorded keeps its
 // row. It returns how many it added.
-func InsertCompactions(ctx context.Context, tx *sql.Tx, conversation string, cs []binding.Compaction, createdMs int64) (int, error) {
+func (t *Tx) InsertCompactions(ctx context.Context, conversation string, cs []binding.Compaction, createdMs int64) (int, error) {
+	tx := t.tx
 	n := 0
 	for _, c := range cs {
 		res, err := tx.ExecContext(ctx, `INSERT INTO compactions (key, chain, seed, last_role, compile, conversation, created_ms)

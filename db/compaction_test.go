@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 
 	"github.com/my-pi/bindery/binding"
@@ -16,8 +15,8 @@ func TestCompactionsFirstWins(t *testing.T) {
 	other.Chain, other.LastRole, other.Compile = bdigest("other"), "assistant", "c2"
 	var added []int
 	for _, c := range []binding.Compaction{first, other} {
-		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			n, err := InsertCompactions(ctx, tx, "conv", []binding.Compaction{c}, 7)
+		err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+			n, err := tx.InsertCompactions(ctx, "conv", []binding.Compaction{c}, 7)
 			added = append(added, n)
 			return err
 		})

@@ -154,6 +154,10 @@ func (d *DB) Close() error {
 	return nil
 }
 
+// Tx is a write transaction. Every durable change bindery makes is a
+// method of it, so no package above db handles SQL.
+type Tx struct{ tx *sql.Tx }
+
 // Write runs fn in one IMMEDIATE transaction on the writer connection and
 // commits it (synchronous=FULL: on disk when Write returns nil). It is the
 // one way anything writes: callers are serialized by the single writer
@@ -163,7 +167,29 @@ func (d *DB) Close() error {
 // The transaction runs to its end even if ctx is cancelled once it began
 // (fn receives a context without ctx's cancellation), so a shutdown never
 // leaves a batch half-applied; ctx still bounds the wait for the writer.
-func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	return d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, &Tx{tx}) })
+}
+
+// Savepoint runs fn inside a savepoint of t: what fn wrote is undone when
+// it returns an error (fnErr), and the transaction goes on either way. err
+// is the savepoint's own failure, after which t must be rolled back.
+func (t *Tx) Savepoint(ctx context.Context, fn func() error) (fnErr, err error) {
+	if _, err := t.tx.ExecContext(ctx, "SAVEPOINT tx_savepoint"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	if fnErr = fn(); fnErr != nil {
+		if _, err := t.tx.ExecContext(ctx, "ROLLBACK TO tx_savepoint"); err != nil {
+			return fnErr, fmt.Errorf("rollback to savepoint: %w", err)
+		}
+	}
+	if _, err := t.tx.ExecContext(ctx, "RELEASE tx_savepoint"); err != nil {
+		return fnErr, fmt.Errorf("release savepoint: %w", err)
+	}
+	return fnErr, nil
+}
+
+func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
 	conn, err := d.writer.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("writer: %w", err)
@@ -194,8 +220,15 @@ func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 	return nil
 }
 
-// Reader is the read-only pool, for queries added next to the ones here.
-func (d *DB) Reader() *sql.DB { return d.readers }
+// Ping runs a query on the read pool: the database answers (the
+// watchdog's probe).
+func (d *DB) Ping(ctx context.Context) error {
+	var n int
+	if err := d.readers.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return fmt.Errorf("database %s: %w", d.path, err)
+	}
+	return nil
+}
 
 // SchemaVersion is the database's PRAGMA user_version.
 func (d *DB) SchemaVersion(ctx context.Context) (int, error) {

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -29,7 +28,8 @@ type EventRetention struct {
 // PruneEvents deletes, inside tx, what retention no longer keeps and
 // returns how many events went. Seqs are never reused (AUTOINCREMENT), so
 // a feed client asking for a pruned range gets a reset.
-func PruneEvents(ctx context.Context, tx *sql.Tx, keep EventRetention, now time.Time) (int64, error) {
+func (t *Tx) PruneEvents(ctx context.Context, keep EventRetention, now time.Time) (int64, error) {
+	tx := t.tx
 	var n int64
 	if keep.MaxCount > 0 {
 		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?)`, keep.MaxCount)

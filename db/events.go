@@ -27,7 +27,11 @@ type Event struct {
 // AppendEvent writes an event inside the caller's write transaction, so
 // the event is durable exactly when the change it describes is. fields is
 // marshalled to a JSON object (a json.RawMessage is taken as is).
-func AppendEvent(ctx context.Context, tx *sql.Tx, typ, conversation string, fields any) (Event, error) {
+func (t *Tx) AppendEvent(ctx context.Context, typ, conversation string, fields any) (Event, error) {
+	return appendEvent(ctx, t.tx, typ, conversation, fields)
+}
+
+func appendEvent(ctx context.Context, tx *sql.Tx, typ, conversation string, fields any) (Event, error) {
 	var raw []byte
 	switch f := fields.(type) {
 	case nil:

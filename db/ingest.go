@@ -68,6 +68,11 @@ type Entry struct {
 	EditOmit bool
 	// Data is kept only for a context-prune-frontier entry (verbatim).
 	Data json.RawMessage
+	// Reply is an assistant message with signed thinking in the provider's
+	// wire shape, as the watcher read it. It is not stored: it reaches the
+	// binding hook with the batch (daemon's Ingested), which attributes a
+	// reply whose accept did not come.
+	Reply []byte
 }
 
 // Usage is an assistant message's token counts and pi's usage.cost (USD);
@@ -126,7 +131,7 @@ type Ingested struct {
 // another event after a power loss (api.md: the log is durable).
 func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 	var out Ingested
-	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = d.ingestTx(ctx, tx, b)
 		return err
@@ -141,7 +146,7 @@ func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 // a cold start over many small files). All or none are committed.
 func (d *DB) IngestAll(ctx context.Context, bs []Batch) ([]Ingested, error) {
 	out := make([]Ingested, 0, len(bs))
-	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
 		for _, b := range bs {
 			r, err := d.ingestTx(ctx, tx, b)
@@ -309,7 +314,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	for i := range b.Entries {
 		id := b.Entries[i].ID
 		if n := linked[id]; n > 0 {
-			ev, err := AppendEvent(ctx, tx, EventStamp, f.session, map[string]any{"entry": id, "source": "link", "linked": n})
+			ev, err := appendEvent(ctx, tx, EventStamp, f.session, map[string]any{"entry": id, "source": "link", "linked": n})
 			if err != nil {
 				return out, err
 			}
@@ -363,7 +368,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			if i == maxErrorEvents && len(errs) > maxErrorEvents {
 				fields["more"] = len(errs) - maxErrorEvents
 			}
-			ev, err := AppendEvent(ctx, tx, EventIngestError, f.session, fields)
+			ev, err := appendEvent(ctx, tx, EventIngestError, f.session, fields)
 			if err != nil {
 				return out, err
 			}
@@ -387,7 +392,7 @@ func (d *DB) sessionEvent(ctx context.Context, tx *sql.Tx, now int64, b Batch, s
 		fields["entries"] = entries
 		fields["offset"] = b.Cursor.Offset
 	}
-	return AppendEvent(ctx, tx, EventSession, session, fields)
+	return appendEvent(ctx, tx, EventSession, session, fields)
 }
 
 // markRemoved marks a file and its session removed. Entries, thinking

@@ -167,7 +167,7 @@ func (d *DB) PutReportSummaries(ctx context.Context, sums []ReportSummary) error
 		return nil
 	}
 	now := nowMS()
-	return d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO report_summaries (file, stamp, summary, updated_ms)
 			SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM files WHERE id = ?1)
 			ON CONFLICT (file) DO UPDATE SET stamp = excluded.stamp, summary = excluded.summary, updated_ms = excluded.updated_ms`)

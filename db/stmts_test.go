@@ -15,26 +15,26 @@ func TestHotStatements(t *testing.T) {
 		t.Fatalf("%d hot statements prepared, want %d", len(d.hot), len(hotWriteSQL))
 	}
 	var seqs []int64
-	err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
 		for _, q := range hotWriteSQL {
-			if txStmt(ctx, tx, q) == nil {
+			if txStmt(ctx, tx.tx, q) == nil {
 				t.Errorf("not reused in a write: %s", q)
 			}
 		}
-		if txStmt(ctx, tx, `SELECT 1`) != nil {
+		if txStmt(ctx, tx.tx, `SELECT 1`) != nil {
 			t.Error("a statement that is not hot was found")
 		}
-		if txStmt(context.Background(), tx, sqlAppendEvent) != nil {
+		if txStmt(context.Background(), tx.tx, sqlAppendEvent) != nil {
 			t.Error("a context without the writer's statements found one")
 		}
 		// the hot path and the fallback, alternately
 		for i, c := range []context.Context{ctx, context.Background(), ctx, context.Background()} {
-			ev, err := AppendEvent(c, tx, "test", "conv", map[string]any{"i": i})
+			ev, err := tx.AppendEvent(c, "test", "conv", map[string]any{"i": i})
 			if err != nil {
 				return err
 			}
 			seqs = append(seqs, ev.Seq)
-			if err := UpsertConversation(c, tx, ConversationRow{ID: "conv", CreatedMs: int64(i + 1)}); err != nil {
+			if err := tx.UpsertConversation(c, ConversationRow{ID: "conv", CreatedMs: int64(i + 1)}); err != nil {
 				return err
 			}
 		}
@@ -59,8 +59,8 @@ func TestHotStatements(t *testing.T) {
 	}
 	// the statements stay usable across transactions and after a rollback
 	for range 3 {
-		err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := AppendEvent(ctx, tx, "test", "conv", nil); err != nil {
+		err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+			if _, err := tx.AppendEvent(ctx, "test", "conv", nil); err != nil {
 				return err
 			}
 			return sql.ErrNoRows // roll back
@@ -69,8 +69,8 @@ func TestHotStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		ev, err := AppendEvent(ctx, tx, "test", "conv", nil)
+	if err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		ev, err := tx.AppendEvent(ctx, "test", "conv", nil)
 		if err == nil && ev.Seq <= seqs[len(seqs)-1] {
 			t.Errorf("seq %d after %d", ev.Seq, seqs[len(seqs)-1])
 		}

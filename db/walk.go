@@ -160,7 +160,7 @@ func (d *DB) reportCycle(c *cycle) {
 		// Without an event: the event log is written in seq order through
 		// the daemon's journal. A failure is retried by the next walk of
 		// a later run; the walk itself is right either way.
-		d.Write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		d.write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 			// A cycle found in a Tree has no lines yet.
 			for k := range c.nodes {
 				if n := &c.nodes[k]; n.line == 0 {

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 )
@@ -15,8 +14,8 @@ func TestWritePanicRollsBack(t *testing.T) {
 	done := make(chan any, 1)
 	go func() {
 		defer func() { done <- recover() }()
-		d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := AppendEvent(ctx, tx, "test", "pan", nil); err != nil {
+		d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+			if _, err := tx.AppendEvent(ctx, "test", "pan", nil); err != nil {
 				return err
 			}
 			panic("fn broke")
@@ -32,8 +31,8 @@ func TestWritePanicRollsBack(t *testing.T) {
 	}
 	later := make(chan error, 1)
 	go func() {
-		later <- d.Write(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			_, err := AppendEvent(ctx, tx, "test", "after", nil)
+		later <- d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+			_, err := tx.AppendEvent(ctx, "test", "after", nil)
 			return err
 		})
 	}()

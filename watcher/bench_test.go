@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // archive is a generated ~100 MB archive of pi sessions (v3 and v1, 2 MB
@@ -26,7 +26,7 @@ var archive = sync.OnceValue(func() [][]byte {
 		if i%5 == 4 {
 			v = 1
 		}
-		pisession.Write(&b, pisession.Options{Seed: uint64(i), Version: v, TargetBytes: 2 << 20})
+		pisessiontest.Write(&b, pisessiontest.Options{Seed: uint64(i), Version: v, TargetBytes: 2 << 20})
 		files = append(files, b.Bytes())
 		size += b.Len()
 	}
@@ -174,7 +174,7 @@ func BenchmarkAppendToBatch(b *testing.B) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "s.jsonl")
 	var buf bytes.Buffer
-	pisession.Write(&buf, pisession.Options{Seed: 1, TargetBytes: 10 << 20})
+	pisessiontest.Write(&buf, pisessiontest.Options{Seed: 1, TargetBytes: 10 << 20})
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func BenchmarkAppendToBatch(b *testing.B) {
 	if err := w.follow(ctx, path, sink); err != nil {
 		b.Fatal(err)
 	}
-	line := pisession.UserLine("feed0001", "", strings.Repeat("appended text ", 70), time.Now())
+	line := pisessiontest.UserLine("feed0001", "", strings.Repeat("appended text ", 70), time.Now())
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		b.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
+	"github.com/my-pi/bindery/api/jsonscan"
 )
 
 // Reading the values of pi's fields out of a line already validated.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
+	"github.com/my-pi/bindery/api/jsonscan"
 )
 
 // Parser turns the complete lines of one session file, in file order, into a
@@ -21,6 +21,9 @@ type Parser struct {
 	// intern shares the few distinct values of fields like type, role and
 	// model between entries instead of allocating each again.
 	intern map[string]string
+	// blocks is the scratch list of an assistant message's content spans
+	// (reply.go), reused from entry to entry.
+	blocks []replyBlock
 }
 
 const maxInterned = 512
@@ -341,7 +344,7 @@ func (p *Parser) parseReplacement(b []byte, start int, e *Entry, odd *string) {
 			break
 		}
 		if string(key) == "content" && b[v] == '[' {
-			i = parseAssistantContent(b, v, e)
+			i = parseAssistantContent(b, v, e, nil)
 			e.ToolCalls = 0 // the target's tool calls are the target's
 		} else {
 			i = skipValue(b, v)
@@ -357,6 +360,8 @@ const FrontierCustomType = "context-prune-frontier"
 // end. pi writes role before content, so content is usually read in the same
 // pass; otherwise it is read once role is known.
 func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
+	blocks := p.blocks[:0]
+	defer func() { p.blocks = blocks[:0] }()
 	contentStart := -1
 	contentDone := false
 	exclude := false
@@ -373,7 +378,7 @@ func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 			contentStart, contentDone = v, false
 			if e.Role == "assistant" && b[v] == '[' {
 				e.Thinking, e.ToolCalls = e.Thinking[:0], 0
-				i = parseAssistantContent(b, v, e)
+				i = parseAssistantContent(b, v, e, &blocks)
 				contentDone = true
 			} else {
 				i = skipValue(b, v)
@@ -413,8 +418,10 @@ func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 	switch e.Role {
 	case "assistant":
 		if contentStart >= 0 && !contentDone && b[contentStart] == '[' {
-			parseAssistantContent(b, contentStart, e)
+			blocks = blocks[:0]
+			parseAssistantContent(b, contentStart, e, &blocks)
 		}
+		e.Reply = signedReply(e, blocks)
 	case "user", "custom":
 		e.UserText = contentStart >= 0 && contentSent(b, contentStart)
 	case "bashExecution":
@@ -471,7 +478,11 @@ func contentSent(b []byte, i int) bool {
 	return false
 }
 
-func parseAssistantContent(b []byte, start int, e *Entry) int {
+// parseAssistantContent reads an assistant content array into e's thinking
+// blocks and tool calls. With blocks non-nil it also collects each block's
+// spans, so that a reply holding signed thinking can be given in the
+// provider's wire shape (reply.go) without reading the line again.
+func parseAssistantContent(b []byte, start int, e *Entry, blocks *[]replyBlock) int {
 	index := 0
 	for j := start; ; index++ {
 		v, ok := jsonscan.NextElement(b, &j)
@@ -480,6 +491,9 @@ func parseAssistantContent(b []byte, start int, e *Entry) int {
 		}
 		if b[v] != '{' {
 			j = skipValue(b, v)
+			if blocks != nil {
+				*blocks = append(*blocks, replyBlock{whole: b[v:j]})
+			}
 			continue
 		}
 		var (
@@ -488,6 +502,7 @@ func parseAssistantContent(b []byte, start int, e *Entry) int {
 			redacted bool
 			sig      []byte
 			hasSig   bool
+			rb       replyBlock
 		)
 		k := v
 		for {
@@ -503,17 +518,33 @@ func parseAssistantContent(b []byte, start int, e *Entry) int {
 				if ok {
 					chars = jsonscan.RuneCount(raw)
 				}
+				rb.thinking = raw
 				k = end
 			case "thinkingSignature":
 				sig, hasSig, k = rawString(b, kv)
 			case "redacted":
 				redacted = isTrue(b, kv)
 				k = skipValue(b, kv)
+			case "text":
+				rb.text, _, k = rawString(b, kv)
+			case "id":
+				k = skipValue(b, kv)
+				rb.id = b[kv:k]
+			case "name":
+				k = skipValue(b, kv)
+				rb.name = b[kv:k]
+			case "arguments":
+				k = skipValue(b, kv)
+				rb.args = b[kv:k]
 			default:
 				k = skipValue(b, kv)
 			}
 		}
 		j = k
+		if blocks != nil {
+			rb.whole, rb.typ, rb.sig, rb.redacted = b[v:j], typ, sig, redacted
+			*blocks = append(*blocks, rb)
+		}
 		switch string(typ) {
 		case "thinking":
 			tb := ThinkingBlock{Index: index, Redacted: redacted, Chars: chars}

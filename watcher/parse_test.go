@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 const v3Header = `{"type":"session","version":3,"id":"s-1","timestamp":"2026-03-01T10:00:00.000Z","cwd":"/w"}`
@@ -179,6 +179,7 @@ func TestParseEntries(t *testing.T) {
 				t.Fatalf("entries: %+v", es)
 			}
 			got := es[0]
+			takeReply(t, &got)
 			want := tt.want
 			want.Line, want.Offset, want.Length = 2, int64(len(v3Header)+1), len(tt.line)+1
 			if !reflect.DeepEqual(got, want) {
@@ -255,11 +256,11 @@ func TestParseV1SynthesizesIDs(t *testing.T) {
 // TestParseGenerated checks the parser against what the generator wrote,
 // line by line, for v3, v1 and a v1 file as pi migrates it.
 func TestParseGenerated(t *testing.T) {
-	v1 := pisession.Generate(pisession.Options{Seed: 7, Version: 1, Turns: 30})
-	for _, s := range []*pisession.Session{
-		pisession.Generate(pisession.Options{Seed: 1, Turns: 40}),
-		pisession.Generate(pisession.Options{Seed: 2, Turns: 40}),
-		pisession.Generate(pisession.Options{Seed: 11, Turns: 60, Pi16: true}),
+	v1 := pisessiontest.Generate(pisessiontest.Options{Seed: 7, Version: 1, Turns: 30})
+	for _, s := range []*pisessiontest.Session{
+		pisessiontest.Generate(pisessiontest.Options{Seed: 1, Turns: 40}),
+		pisessiontest.Generate(pisessiontest.Options{Seed: 2, Turns: 40}),
+		pisessiontest.Generate(pisessiontest.Options{Seed: 11, Turns: 60, Pi16: true}),
 		v1,
 		v1.Migrated(9),
 	} {
@@ -342,7 +343,7 @@ func TestParseGenerated(t *testing.T) {
 // FuzzParseLine checks that no line makes the parser panic and that a line
 // json.Valid rejects is always an error.
 func FuzzParseLine(f *testing.F) {
-	s := pisession.Generate(pisession.Options{Seed: 3, Turns: 5})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 3, Turns: 5})
 	for i := range s.Lines {
 		end := len(s.Data)
 		if i+1 < len(s.Offsets) {
@@ -365,7 +366,7 @@ func FuzzParseLine(f *testing.F) {
 // encoding/json on any valid line: the envelope strings and the message's
 // role and model must come out the same.
 func FuzzParseMatchesEncodingJSON(f *testing.F) {
-	s := pisession.Generate(pisession.Options{Seed: 4, Turns: 8})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 4, Turns: 8})
 	for i := range s.Lines {
 		end := len(s.Data)
 		if i+1 < len(s.Offsets) {
@@ -455,6 +456,7 @@ func TestParsePi16Entries(t *testing.T) {
 	}
 	for i := range want {
 		es[i].Line, es[i].Offset, es[i].Length = 0, 0, 0
+		takeReply(t, &es[i])
 		if !reflect.DeepEqual(es[i], want[i]) {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, es[i], want[i])
 		}
@@ -469,4 +471,19 @@ func TestParsePi16Entries(t *testing.T) {
 			t.Errorf("line %d: %+v, want kept with %q", e.Line, e, wantErrs[e.Line])
 		}
 	}
+}
+
+// takeReply checks that e carries a reply in wire shape exactly when it is
+// an assistant message holding signed thinking (never a context_edit's
+// replacement; reply_test.go checks the shape), and clears it.
+func takeReply(t *testing.T, e *Entry) {
+	t.Helper()
+	signed := false
+	for _, tb := range e.Thinking {
+		signed = signed || (tb.Signed && e.Type == "message")
+	}
+	if signed != (e.Reply != nil) || (e.Reply != nil && !json.Valid(e.Reply)) {
+		t.Errorf("entry %s: signed thinking %v, reply %s", e.ID, signed, e.Reply)
+	}
+	e.Reply = nil
 }

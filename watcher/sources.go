@@ -97,3 +97,24 @@ func expandHome(p, home string) string {
 	}
 	return p
 }
+
+// FileSessionID is the session id in a pi session file's name,
+// <ISO timestamp with ':' and '.' as '-'>_<sessionId>.jsonl
+// (pi-sessions.md §1). The timestamp holds no '_', so the id is all after
+// the first one: a UUID, or a caller-provided id matching [A-Za-z0-9._-].
+func FileSessionID(path string) (string, bool) {
+	name, ok := strings.CutSuffix(filepath.Base(path), ".jsonl")
+	if !ok {
+		return "", false
+	}
+	ts, id, ok := strings.Cut(name, "_")
+	if !ok || !strings.HasSuffix(ts, "Z") || id == "" {
+		return "", false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return "", false
+		}
+	}
+	return id, true
+}

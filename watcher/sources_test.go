@@ -79,3 +79,23 @@ func TestSessionDirFromSettingsIsFollowed(t *testing.T) {
 	path := writeSession(t, custom, sess)
 	s.waitFor(t, "file in sessionDir", func() bool { return s.entriesMatch(path, sess) })
 }
+
+func TestFileSessionID(t *testing.T) {
+	for _, c := range []struct {
+		path, id string
+		ok       bool
+	}{
+		{"/s/2026-11-29T10-00-00-000Z_0193e6c4-aaaa-7000-8000-000000000001.jsonl", "0193e6c4-aaaa-7000-8000-000000000001", true},
+		{"/s/2026-11-29T10-00-00-000Z_my_id.v2-1.jsonl", "my_id.v2-1", true}, // a caller's id may hold '_'
+		{"/s/0193e6c4-aaaa-7000-8000-000000000001.jsonl", "", false},         // no timestamp
+		{"/s/2026-11-29T10-00-00-000Z_0193e6c4", "", false},                  // not .jsonl
+		{"/s/2026-11-29T10-00-00-000_x.jsonl", "", false},                    // no Z
+		{"/s/2026-11-29T10-00-00-000Z_.jsonl", "", false},                    // no id
+		{"/s/2026-11-29T10-00-00-000Z_a b.jsonl", "", false},                 // not pi's alphabet
+	} {
+		id, ok := FileSessionID(c.path)
+		if id != c.id || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.path, id, ok, c.id, c.ok)
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 func (w *Watcher) problem(path string) (Problem, bool) {
@@ -63,7 +63,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 		t.Errorf("reason %q does not say what the file is", p.Reason)
 	}
 	waitProblem(t, r.w, outside, NotRegular)
-	sess := pisession.Generate(pisession.Options{Seed: 70, Turns: 2})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 70, Turns: 2})
 	path := filepath.Join(dir, "z-later.jsonl")
 	if err := sess.WriteFile(path); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestUnreadableFileProblem(t *testing.T) {
 	if !strings.Contains(p.Reason, "symbolic links") {
 		t.Errorf("reason %q", p.Reason)
 	}
-	sess := pisession.Generate(pisession.Options{Seed: 71, Turns: 1})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 71, Turns: 1})
 	os.Remove(path)
 	if err := sess.WriteFile(path); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestMissingFolderProblem(t *testing.T) {
 	if !strings.Contains(p.Reason, "does not exist") {
 		t.Errorf("reason %q", p.Reason)
 	}
-	sess := pisession.Generate(pisession.Options{Seed: 72, Turns: 1})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 72, Turns: 1})
 	path := writeSession(t, filepath.Join(root, "--p--"), sess)
 	s.waitFor(t, "a session in the folder once created", func() bool { return s.entriesMatch(path, sess) })
 	if p, ok := r.w.problem(root); ok {
@@ -136,7 +136,7 @@ func TestOverlongLineReadOnce(t *testing.T) {
 	_, root := sessionsRoot(t)
 	dir := filepath.Join(root, "--p--")
 	os.MkdirAll(dir, 0o755)
-	sess := pisession.Generate(pisession.Options{Seed: 73, Turns: 2})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 73, Turns: 2})
 	path := filepath.Join(dir, "long.jsonl")
 	const maxLine = 256 << 10
 	long := strings.Repeat("x", 3<<20)
@@ -192,7 +192,7 @@ func TestOverlongLineReadOnce(t *testing.T) {
 		t.Errorf("read %d bytes for a %d-byte file", before, size)
 	}
 	more := strings.Repeat("y", 1<<20)
-	if err := pisession.AppendLine(path, []byte(more)); err != nil { // no newline: AppendLine writes the bytes as given
+	if err := pisessiontest.AppendLine(path, []byte(more)); err != nil { // no newline: AppendLine writes the bytes as given
 		t.Fatal(err)
 	}
 	size += int64(len(more))
@@ -200,8 +200,8 @@ func TestOverlongLineReadOnce(t *testing.T) {
 	if d := after - before; d > int64(len(more))+2*readChunk {
 		t.Errorf("an append of %d bytes read %d", len(more), d)
 	}
-	good := pisession.UserLine("after001", sess.Lines[len(sess.Lines)-1].ID, "still here", time.Now())
-	if err := pisession.AppendLine(path, append([]byte("\n"), good...)); err != nil {
+	good := pisessiontest.UserLine("after001", sess.Lines[len(sess.Lines)-1].ID, "still here", time.Now())
+	if err := pisessiontest.AppendLine(path, append([]byte("\n"), good...)); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "the line after the long one", func() bool {
@@ -263,7 +263,7 @@ func TestSparseFileNotRead(t *testing.T) {
 // not listed as a problem with the file: the file was read.
 func TestSinkFailureIsNotAFileProblem(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 74, Turns: 1})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 74, Turns: 1})
 	path := writeSession(t, filepath.Join(root, "--p--"), sess)
 	s := newStore()
 	refused := make(chan struct{}, 100)

@@ -96,6 +96,9 @@ type Entry struct {
 	// MessageTimestamp is message.timestamp (epoch ms), which is how pi's
 	// context event (which carries no entry ids) maps messages to entries.
 	MessageTimestamp int64 `json:"messageTimestamp,omitempty"`
+	// Reply is an assistant message holding signed thinking in the
+	// provider's wire shape (reply.go); nil for every other entry.
+	Reply []byte `json:"-"`
 
 	// compaction
 	FirstKeptEntryID string `json:"firstKeptEntryId,omitempty"`

@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/my-pi/bindery/binding/jsonscan"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/api/jsonscan"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // TestValidOnSessionLines: the validator the parser uses (jsonscan.Valid,
 // tested and fuzzed against json.Valid in its package) accepts every line
 // of a generated session and gives json.Valid's verdict on its cuts.
 func TestValidOnSessionLines(t *testing.T) {
-	s := pisession.Generate(pisession.Options{Seed: 5, Turns: 20})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 5, Turns: 20})
 	lines := bytes.Split(bytes.TrimSuffix(s.Data, []byte("\n")), []byte("\n"))
 	if len(lines) != len(s.Offsets) {
 		t.Fatalf("%d lines, the generator wrote %d", len(lines), len(s.Offsets))

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // store is what a sink commits: per file, the entries and cursor, applied
@@ -137,7 +137,7 @@ func (s *store) waitFor(t *testing.T, what string, cond func() bool) {
 
 // entriesMatch reports whether the stored file holds exactly the session's
 // entries (by id, line and offset), each once.
-func (s *store) entriesMatch(path string, sess *pisession.Session) bool {
+func (s *store) entriesMatch(path string, sess *pisessiontest.Session) bool {
 	f, ok := s.file(path)
 	if !ok || f.header == nil || f.header.ID != sess.ID {
 		return false
@@ -206,12 +206,12 @@ func sessionsRoot(t *testing.T) (agent, root string) {
 	return agent, root
 }
 
-func writeSession(t *testing.T, dir string, sess *pisession.Session) string {
+func writeSession(t *testing.T, dir string, sess *pisessiontest.Session) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, pisession.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), sess.ID))
+	p := filepath.Join(dir, pisessiontest.FileName(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), sess.ID))
 	if err := sess.WriteFile(p); err != nil {
 		t.Fatal(err)
 	}
@@ -229,16 +229,16 @@ func inode(t *testing.T, path string) uint64 {
 
 func TestFollowsExistingAndAppendedLines(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 11, Turns: 10})
-	path := writeSession(t, filepath.Join(root, pisession.ProjectDir("/home/dev/app")), sess)
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 11, Turns: 10})
+	path := writeSession(t, filepath.Join(root, pisessiontest.ProjectDir("/home/dev/app")), sess)
 	s := newStore()
 	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
 	s.waitFor(t, "initial ingest", func() bool { return s.entriesMatch(path, sess) })
 
 	ts := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	last := sess.Lines[len(sess.Lines)-1].ID
-	line := pisession.UserLine("feed0001", last, "and now?", ts)
-	if err := pisession.AppendLine(path, line); err != nil {
+	line := pisessiontest.UserLine("feed0001", last, "and now?", ts)
+	if err := pisessiontest.AppendLine(path, line); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "appended line", func() bool {
@@ -256,7 +256,7 @@ func TestFollowsExistingAndAppendedLines(t *testing.T) {
 
 func TestLineWrittenInTwoHalves(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 12, Turns: 3})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 12, Turns: 3})
 	path := writeSession(t, filepath.Join(root, "--p--"), sess)
 	s := newStore()
 	visits := make(chan string, 100)
@@ -273,11 +273,11 @@ func TestLineWrittenInTwoHalves(t *testing.T) {
 	// A 150 KB line, torn in the middle: the watcher must read the first
 	// half, see no newline, and wait for the rest.
 	big := strings.Repeat("0123456789abcdef", 150_000/16)
-	line := pisession.AssistantLine("bigline1", sess.Lines[len(sess.Lines)-1].ID, "think", "sig", big, time.Now())
+	line := pisessiontest.AssistantLine("bigline1", sess.Lines[len(sess.Lines)-1].ID, "think", "sig", big, time.Now())
 	for len(visits) > 0 {
 		<-visits
 	}
-	err := pisession.AppendHalves(path, line, func() {
+	err := pisessiontest.AppendHalves(path, line, func() {
 		select {
 		case <-visits: // the watcher has looked at the file after the first half
 		case <-time.After(10 * time.Second):
@@ -307,17 +307,17 @@ func TestLineWrittenInTwoHalves(t *testing.T) {
 
 func TestRewrittenShorter(t *testing.T) {
 	_, root := sessionsRoot(t)
-	long := pisession.Generate(pisession.Options{Seed: 13, Turns: 12})
+	long := pisessiontest.Generate(pisessiontest.Options{Seed: 13, Turns: 12})
 	path := writeSession(t, filepath.Join(root, "--p--"), long)
 	s := newStore()
 	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
 	s.waitFor(t, "initial ingest", func() bool { return s.entriesMatch(path, long) })
 
-	short := pisession.Generate(pisession.Options{Seed: 14, Turns: 2})
+	short := pisessiontest.Generate(pisessiontest.Options{Seed: 14, Turns: 2})
 	if len(short.Data) >= len(long.Data) {
 		t.Fatal("test needs a shorter session")
 	}
-	if err := pisession.RewriteInPlace(path, short.Data); err != nil {
+	if err := pisessiontest.RewriteInPlace(path, short.Data); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "re-ingest of the shorter file", func() bool { return s.entriesMatch(path, short) })
@@ -328,7 +328,7 @@ func TestRewrittenShorter(t *testing.T) {
 
 func TestV1MigratedInPlace(t *testing.T) {
 	_, root := sessionsRoot(t)
-	v1 := pisession.Generate(pisession.Options{Seed: 15, Version: 1, Turns: 15})
+	v1 := pisessiontest.Generate(pisessiontest.Options{Seed: 15, Version: 1, Turns: 15})
 	path := writeSession(t, filepath.Join(root, "--p--"), v1)
 	ino := inode(t, path)
 	s := newStore()
@@ -343,7 +343,7 @@ func TestV1MigratedInPlace(t *testing.T) {
 	if len(v3.Data) <= len(v1.Data) {
 		t.Fatal("a migrated file is longer")
 	}
-	if err := pisession.RewriteInPlace(path, v3.Data); err != nil {
+	if err := pisessiontest.RewriteInPlace(path, v3.Data); err != nil {
 		t.Fatal(err)
 	}
 	if inode(t, path) != ino {
@@ -363,9 +363,9 @@ func TestV1MigratedInPlace(t *testing.T) {
 func TestThousandFiles(t *testing.T) {
 	_, root := sessionsRoot(t)
 	var paths []string
-	var sessions []*pisession.Session
+	var sessions []*pisessiontest.Session
 	for i := 0; i < 1000; i++ {
-		sess := pisession.Generate(pisession.Options{Seed: uint64(1000 + i), Turns: 1, Plain: true, ToolResultBytes: 100})
+		sess := pisessiontest.Generate(pisessiontest.Options{Seed: uint64(1000 + i), Turns: 1, Plain: true, ToolResultBytes: 100})
 		paths = append(paths, writeSession(t, filepath.Join(root, fmt.Sprintf("--proj%02d--", i%20)), sess))
 		sessions = append(sessions, sess)
 	}
@@ -396,18 +396,18 @@ func TestDirectoryCreatedAfterStart(t *testing.T) {
 	s := newStore()
 	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: time.Hour}, nil, s, nil)
 
-	a := pisession.Generate(pisession.Options{Seed: 21, Turns: 2})
+	a := pisessiontest.Generate(pisessiontest.Options{Seed: 21, Turns: 2})
 	pa := writeSession(t, filepath.Join(root, "--first--"), a) // creates sessions/ and the project dir
 	s.waitFor(t, "file in a new root", func() bool { return s.entriesMatch(pa, a) })
 
-	b := pisession.Generate(pisession.Options{Seed: 22, Turns: 2})
+	b := pisessiontest.Generate(pisessiontest.Options{Seed: 22, Turns: 2})
 	pb := writeSession(t, filepath.Join(root, "--second--", "nested"), b)
 	s.waitFor(t, "file in a new project dir", func() bool { return s.entriesMatch(pb, b) })
 }
 
 func TestMalformedLineInTheMiddle(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 23, Turns: 4})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 23, Turns: 4})
 	mid := sess.Offsets[len(sess.Offsets)/2]
 	data := slices.Concat(sess.Data[:mid], []byte("{\"type\":\"message\",\"id\":\"brok\n"), sess.Data[mid:])
 	dir := filepath.Join(root, "--p--")
@@ -442,7 +442,7 @@ func TestMalformedLineInTheMiddle(t *testing.T) {
 // without re-delivering committed bytes or losing any.
 func TestRestartMidIngest(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 24, TargetBytes: 600_000})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 24, TargetBytes: 600_000})
 	path := writeSession(t, filepath.Join(root, "--p--"), sess)
 	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}, MaxBatchBytes: 64 << 10, RetryMin: time.Hour}
 
@@ -481,7 +481,7 @@ func TestRestartMidIngest(t *testing.T) {
 
 func TestSinkErrorIsRetried(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 25, Turns: 3})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 25, Turns: 3})
 	path := writeSession(t, filepath.Join(root, "--p--"), sess)
 	s := newStore()
 	failures := 0
@@ -502,9 +502,9 @@ func TestSinkErrorIsRetried(t *testing.T) {
 func TestDeletionAndReplacement(t *testing.T) {
 	_, root := sessionsRoot(t)
 	dir := filepath.Join(root, "--p--")
-	a := pisession.Generate(pisession.Options{Seed: 26, Turns: 2})
+	a := pisessiontest.Generate(pisessiontest.Options{Seed: 26, Turns: 2})
 	pa := writeSession(t, dir, a)
-	b := pisession.Generate(pisession.Options{Seed: 27, Turns: 2})
+	b := pisessiontest.Generate(pisessiontest.Options{Seed: 27, Turns: 2})
 	pb := writeSession(t, dir, b)
 	s := newStore()
 	start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
@@ -521,7 +521,7 @@ func TestDeletionAndReplacement(t *testing.T) {
 	}
 
 	// Replace b by another file renamed over it (a new inode).
-	c := pisession.Generate(pisession.Options{Seed: 28, Turns: 3})
+	c := pisessiontest.Generate(pisessiontest.Options{Seed: 28, Turns: 3})
 	tmp := filepath.Join(t.TempDir(), "c.jsonl")
 	if err := c.WriteFile(tmp); err != nil {
 		t.Fatal(err)
@@ -539,7 +539,7 @@ func TestDeletionAndReplacement(t *testing.T) {
 func TestMissedEventCaughtByRescan(t *testing.T) {
 	_, root := sessionsRoot(t)
 	dir := filepath.Join(root, "--p--")
-	sess := pisession.Generate(pisession.Options{Seed: 29, Turns: 2})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 29, Turns: 2})
 	path := writeSession(t, dir, sess)
 	s := newStore()
 	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: 200 * time.Millisecond}, nil, s, nil)
@@ -548,8 +548,8 @@ func TestMissedEventCaughtByRescan(t *testing.T) {
 	// Lose the directory's watch, as an overflowed queue or a full watch
 	// table would: only the rescan can find the append.
 	r.w.fsw.Remove(dir)
-	line := pisession.UserLine("late0001", sess.Lines[len(sess.Lines)-1].ID, "missed?", time.Now())
-	if err := pisession.AppendLine(path, line); err != nil {
+	line := pisessiontest.UserLine("late0001", sess.Lines[len(sess.Lines)-1].ID, "missed?", time.Now())
+	if err := pisessiontest.AppendLine(path, line); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "rescan", func() bool {
@@ -561,17 +561,17 @@ func TestMissedEventCaughtByRescan(t *testing.T) {
 func TestFollowExtraFile(t *testing.T) {
 	_, root := sessionsRoot(t)
 	elsewhere := t.TempDir()
-	sess := pisession.Generate(pisession.Options{Seed: 30, Turns: 2})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 30, Turns: 2})
 	path := writeSession(t, elsewhere, sess)
-	other := writeSession(t, elsewhere, pisession.Generate(pisession.Options{Seed: 31, Turns: 1}))
+	other := writeSession(t, elsewhere, pisessiontest.Generate(pisessiontest.Options{Seed: 31, Turns: 1}))
 	s := newStore()
 	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}}, nil, s, nil)
 	if err := r.w.Follow(path); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "followed file", func() bool { return s.entriesMatch(path, sess) })
-	line := pisession.UserLine("more0001", sess.Lines[len(sess.Lines)-1].ID, "more", time.Now())
-	if err := pisession.AppendLine(path, line); err != nil {
+	line := pisessiontest.UserLine("more0001", sess.Lines[len(sess.Lines)-1].ID, "more", time.Now())
+	if err := pisessiontest.AppendLine(path, line); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "append to followed file", func() bool {
@@ -599,15 +599,15 @@ func TestNotASessionFileIsFollowedUntilRewritten(t *testing.T) {
 		t.Fatalf("header %v entries %v errors %+v", f.header, f.entries, s.errs)
 	}
 	// pi re-initialises the file with a fresh header: now it is a session.
-	sess := pisession.Generate(pisession.Options{Seed: 32, Turns: 1})
-	if err := pisession.RewriteInPlace(path, sess.Data); err != nil {
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 32, Turns: 1})
+	if err := pisessiontest.RewriteInPlace(path, sess.Data); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor(t, "re-initialised file", func() bool { return s.entriesMatch(path, sess) })
 }
 
-func genSession(seed uint64) *pisession.Session {
-	return pisession.Generate(pisession.Options{Seed: seed, Turns: 2})
+func genSession(seed uint64) *pisessiontest.Session {
+	return pisessiontest.Generate(pisessiontest.Options{Seed: seed, Turns: 2})
 }
 
 // A large file with a 1 MB line and a line over MaxLineBytes: batches stay
@@ -615,14 +615,14 @@ func genSession(seed uint64) *pisession.Session {
 // overlong line is an IngestError and every other line is ingested.
 func TestLargeFileBoundedMemory(t *testing.T) {
 	_, root := sessionsRoot(t)
-	sess := pisession.Generate(pisession.Options{Seed: 33, TargetBytes: 6 << 20})
+	sess := pisessiontest.Generate(pisessiontest.Options{Seed: 33, TargetBytes: 6 << 20})
 	dir := filepath.Join(root, "--p--")
 	os.MkdirAll(dir, 0o755)
 	path := filepath.Join(dir, "big.jsonl")
 	last := sess.Lines[len(sess.Lines)-1].ID
-	mb := pisession.AssistantLine("onemega1", last, "t", "sig", strings.Repeat("x", 1<<20), time.Now())
-	huge := pisession.AssistantLine("huge0001", "onemega1", "t", "sig", strings.Repeat("y", 3<<20), time.Now())
-	after := pisession.UserLine("after001", "onemega1", "still here", time.Now())
+	mb := pisessiontest.AssistantLine("onemega1", last, "t", "sig", strings.Repeat("x", 1<<20), time.Now())
+	huge := pisessiontest.AssistantLine("huge0001", "onemega1", "t", "sig", strings.Repeat("y", 3<<20), time.Now())
+	after := pisessiontest.UserLine("after001", "onemega1", "still here", time.Now())
 	data := slices.Concat(sess.Data, mb, huge, after)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -664,10 +664,10 @@ func TestLargeFileBoundedMemory(t *testing.T) {
 func TestRestartSeesOfflineChanges(t *testing.T) {
 	_, root := sessionsRoot(t)
 	dir := filepath.Join(root, "--p--")
-	grow := pisession.Generate(pisession.Options{Seed: 50, Turns: 3})
-	v1 := pisession.Generate(pisession.Options{Seed: 51, Version: 1, Turns: 3})
-	gone := pisession.Generate(pisession.Options{Seed: 52, Turns: 1})
-	odd := pisession.Generate(pisession.Options{Seed: 53, Turns: 1})
+	grow := pisessiontest.Generate(pisessiontest.Options{Seed: 50, Turns: 3})
+	v1 := pisessiontest.Generate(pisessiontest.Options{Seed: 51, Version: 1, Turns: 3})
+	gone := pisessiontest.Generate(pisessiontest.Options{Seed: 52, Turns: 1})
+	odd := pisessiontest.Generate(pisessiontest.Options{Seed: 53, Turns: 1})
 	pg, pv, pd, po := writeSession(t, dir, grow), writeSession(t, dir, v1), writeSession(t, dir, gone), writeSession(t, dir, odd)
 	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}}
 	s := newStore()
@@ -684,12 +684,12 @@ func TestRestartSeesOfflineChanges(t *testing.T) {
 	}
 	nBefore := len(s.batches)
 
-	line := pisession.UserLine("offline1", grow.Lines[len(grow.Lines)-1].ID, "while you were away", time.Now())
-	if err := pisession.AppendLine(pg, line); err != nil {
+	line := pisessiontest.UserLine("offline1", grow.Lines[len(grow.Lines)-1].ID, "while you were away", time.Now())
+	if err := pisessiontest.AppendLine(pg, line); err != nil {
 		t.Fatal(err)
 	}
 	v3 := v1.Migrated(7)
-	if err := pisession.RewriteInPlace(pv, v3.Data); err != nil {
+	if err := pisessiontest.RewriteInPlace(pv, v3.Data); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(pd); err != nil {
@@ -730,9 +730,9 @@ func TestWatchLimitFallsBackToRescans(t *testing.T) {
 	r := start(t, Config{Roots: []Root{{Dir: root, Recursive: true}}, Rescan: 100 * time.Millisecond, Logger: logger}, nil, s, func(w *Watcher) {
 		w.addWatch = func(string) error { return fmt.Errorf("add watch: %w", syscall.ENOSPC) }
 	})
-	a := pisession.Generate(pisession.Options{Seed: 60, Turns: 2})
+	a := pisessiontest.Generate(pisessiontest.Options{Seed: 60, Turns: 2})
 	pa := writeSession(t, filepath.Join(root, "--a--"), a)
-	b := pisession.Generate(pisession.Options{Seed: 61, Turns: 2})
+	b := pisessiontest.Generate(pisessiontest.Options{Seed: 61, Turns: 2})
 	pb := writeSession(t, filepath.Join(root, "--b--"), b)
 	s.waitFor(t, "files found by rescans", func() bool { return s.entriesMatch(pa, a) && s.entriesMatch(pb, b) })
 	if st := r.w.Status(); !st.Degraded || st.Watches != 0 {

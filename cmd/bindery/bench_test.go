@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // BenchmarkDaemonMemory runs the real daemon over 1,000 sessions at two
@@ -25,8 +25,8 @@ func BenchmarkDaemonMemory(b *testing.B) {
 			start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 			var total int64
 			for i := range 1000 {
-				s := pisession.Generate(pisession.Options{Seed: uint64(i + 1), TargetBytes: per})
-				if err := s.WriteFile(filepath.Join(e.sessions, pisession.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))); err != nil {
+				s := pisessiontest.Generate(pisessiontest.Options{Seed: uint64(i + 1), TargetBytes: per})
+				if err := s.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))); err != nil {
 					b.Fatal(err)
 				}
 				total += int64(len(s.Data))
@@ -83,7 +83,7 @@ func newE2EB(b *testing.B) *e2e {
 	}
 	e := &e2e{bin: bin, root: root,
 		agent: filepath.Join(root, "agent"), state: filepath.Join(root, "state"), sock: filepath.Join(root, "run", "b.sock")}
-	e.sessions = filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/app"))
+	e.sessions = filepath.Join(e.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/app"))
 	if err := os.MkdirAll(e.sessions, 0o755); err != nil {
 		b.Fatal(err)
 	}

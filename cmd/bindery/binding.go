@@ -16,8 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/my-pi/bindery/api"
 )
 
@@ -266,12 +264,8 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 						return nil
 					}
 					reason := err.Error()
-					var ce websocket.CloseError
-					if errors.As(err, &ce) {
-						reason = ce.Reason
-						if reason == "" {
-							reason = ce.Code.String()
-						}
+					if fe, ok := errors.AsType[*api.FeedEndedError](err); ok {
+						reason = fe.Reason
 					}
 					if *once {
 						return fmt.Errorf("feed ended: %s", reason)

@@ -1,7 +1,7 @@
 package main
 
 // End-to-end tests of compile, accept, release and the event feed against
-// the real `bindery` binary on a real socket, with binding/judge playing
+// the real `bindery` binary on a real socket, with binding/judgetest playing
 // the provider. The daemon is restarted (gracefully, or with kill -9)
 // between calls: nothing compiled or accepted may be forgotten, and the
 // judge must never refuse a request bindery rewrote.
@@ -29,7 +29,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/my-pi/bindery/api"
-	"github.com/my-pi/bindery/binding/judge"
+	"github.com/my-pi/bindery/binding/judgetest"
 )
 
 // bindDaemon is a `bindery serve` process and its directories, which
@@ -156,7 +156,7 @@ func ctxT(t testing.TB) context.Context {
 // compile, lets the judge answer the rewritten request, and accepts.
 type host struct {
 	t        testing.TB
-	j        *judge.Judge
+	j        *judgetest.Judge
 	model    string
 	system   string
 	tools    []any
@@ -165,7 +165,7 @@ type host struct {
 }
 
 func newHost(t testing.TB) *host {
-	return &host{t: t, j: judge.New(judge.Options{Reading: judge.Documented(), NewAccount: true}), model: "claude-fable-5-2",
+	return &host{t: t, j: judgetest.New(judgetest.Options{Reading: judgetest.Documented(), NewAccount: true}), model: "claude-fable-5-2",
 		system: "You are terse.",
 		tools:  []any{map[string]any{"name": "read", "description": "read a file", "input_schema": map[string]any{"type": "object"}}}}
 }
@@ -179,13 +179,13 @@ func (h *host) body(system string) []byte {
 	return b
 }
 
-func (h *host) reply(toolUse bool) []judge.ReplyBlock {
+func (h *host) reply(toolUse bool) []judgetest.ReplyBlock {
 	h.turn++
-	rb := []judge.ReplyBlock{{Type: "thinking", Text: fmt.Sprintf("thinking %d", h.turn)}}
+	rb := []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprintf("thinking %d", h.turn)}}
 	if toolUse {
-		return append(rb, judge.ReplyBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_%d", h.turn), Name: "read", Input: map[string]any{"path": "a.go"}})
+		return append(rb, judgetest.ReplyBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_%d", h.turn), Name: "read", Input: map[string]any{"path": "a.go"}})
 	}
-	return append(rb, judge.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", h.turn)})
+	return append(rb, judgetest.ReplyBlock{Type: "text", Text: fmt.Sprintf("answer %d", h.turn)})
 }
 
 // roundTrip is one round trip of the host's: compile call (its request the
@@ -217,9 +217,9 @@ func (h *host) roundTrip(d *bindDaemon, call api.CompileCall, landed func(reply 
 // send runs the judge on a request bindery rewrote: it must be answered
 // (no 400) and no thinking block bindery kept may be dropped or read
 // against its binding.
-func (h *host) send(body []byte, reply []judge.ReplyBlock) judge.Result {
+func (h *host) send(body []byte, reply []judgetest.ReplyBlock) judgetest.Result {
 	h.t.Helper()
-	res := h.j.Answer(judge.Call{Body: body, Beta: true}, reply)
+	res := h.j.Answer(judgetest.Call{Body: body, Beta: true}, reply)
 	if res.Refused() {
 		h.t.Fatalf("the provider refused bindery's request: %d %s (%s)", res.Status, res.Error, res.ErrorCode)
 	}

@@ -23,7 +23,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/my-pi/bindery/api"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 var (
@@ -78,7 +78,7 @@ func newE2E(t *testing.T) *e2e {
 	t.Cleanup(func() { os.RemoveAll(root) })
 	e := &e2e{t: t, bin: buildBindery(t), root: root,
 		agent: filepath.Join(root, "agent"), state: filepath.Join(root, "state"), sock: filepath.Join(root, "run", "b.sock")}
-	e.sessions = filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/app"))
+	e.sessions = filepath.Join(e.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/app"))
 	if err := os.MkdirAll(e.sessions, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -243,12 +243,12 @@ func TestEndToEnd(t *testing.T) {
 	// Two complete sessions, one with a malformed line in the middle, and a
 	// third that pi is still writing (only its first 10 lines so far).
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	a := pisession.Generate(pisession.Options{Seed: 1})
-	b := pisession.Generate(pisession.Options{Seed: 2, Version: 1})
-	live := pisession.Generate(pisession.Options{Seed: 3, Turns: 10})
-	pathA := filepath.Join(e.sessions, pisession.FileName(start, a.ID))
-	pathB := filepath.Join(e.sessions, pisession.FileName(start.Add(time.Hour), b.ID))
-	pathLive := filepath.Join(e.sessions, pisession.FileName(start.Add(2*time.Hour), live.ID))
+	a := pisessiontest.Generate(pisessiontest.Options{Seed: 1})
+	b := pisessiontest.Generate(pisessiontest.Options{Seed: 2, Version: 1})
+	live := pisessiontest.Generate(pisessiontest.Options{Seed: 3, Turns: 10})
+	pathA := filepath.Join(e.sessions, pisessiontest.FileName(start, a.ID))
+	pathB := filepath.Join(e.sessions, pisessiontest.FileName(start.Add(time.Hour), b.ID))
+	pathLive := filepath.Join(e.sessions, pisessiontest.FileName(start.Add(2*time.Hour), live.ID))
 	mid := a.Offsets[len(a.Offsets)/2]
 	bad := append(append(append([]byte{}, a.Data[:mid]...), []byte("{\"type\":\"message\",\"id\":\"torn\n")...), a.Data[mid:]...)
 	if err := os.WriteFile(pathA, bad, 0o644); err != nil {
@@ -331,14 +331,14 @@ func TestEndToEnd(t *testing.T) {
 		line := live.Data[live.Offsets[i]:live.Offsets[i+1]]
 		var err error
 		if i%3 == 0 {
-			err = pisession.AppendHalves(pathLive, line, func() {
+			err = pisessiontest.AppendHalves(pathLive, line, func() {
 				time.Sleep(30 * time.Millisecond) // let the watcher see the torn half
 				if n := entries(); n != i-1 {
 					t.Errorf("with a torn line: %d entries, want %d", n, i-1)
 				}
 			})
 		} else {
-			err = pisession.AppendLine(pathLive, line)
+			err = pisessiontest.AppendLine(pathLive, line)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -357,7 +357,7 @@ func TestEndToEnd(t *testing.T) {
 	// pi migrates the v1 file in place (same inode, longer): re-ingested
 	// whole, now version 3 with pi's new ids.
 	mig := b.Migrated(99)
-	if err := pisession.RewriteInPlace(pathB, mig.Data); err != nil {
+	if err := pisessiontest.RewriteInPlace(pathB, mig.Data); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the migrated file", func() (bool, string) {
@@ -366,12 +366,12 @@ func TestEndToEnd(t *testing.T) {
 			fmt.Sprintf("%+v %v", d.Session, err)
 	})
 	// A project folder created after start, with a session in it.
-	late := pisession.Generate(pisession.Options{Seed: 4, Cwd: "/home/dev/src/late", Turns: 3})
-	lateDir := filepath.Join(e.agent, "sessions", pisession.ProjectDir("/home/dev/src/late"))
+	late := pisessiontest.Generate(pisessiontest.Options{Seed: 4, Cwd: "/home/dev/src/late", Turns: 3})
+	lateDir := filepath.Join(e.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/late"))
 	if err := os.MkdirAll(lateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := late.WriteFile(filepath.Join(lateDir, pisession.FileName(start, late.ID))); err != nil {
+	if err := late.WriteFile(filepath.Join(lateDir, pisessiontest.FileName(start, late.ID))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a session in a new folder", func() (bool, string) {
@@ -427,7 +427,7 @@ func TestEndToEnd(t *testing.T) {
 	// pi keeps writing while bindery is down.
 	upto := initial + 12
 	for i := upto; i < upto+5; i++ {
-		if err := pisession.AppendLine(pathLive, live.Data[live.Offsets[i]:live.Offsets[i+1]]); err != nil {
+		if err := pisessiontest.AppendLine(pathLive, live.Data[live.Offsets[i]:live.Offsets[i+1]]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -486,8 +486,8 @@ func TestRestartMidIngest(t *testing.T) {
 	want := map[string]int{}
 	var total int64
 	for i := range 60 {
-		s := pisession.Generate(pisession.Options{Seed: uint64(100 + i), TargetBytes: 400 << 10})
-		if err := s.WriteFile(filepath.Join(e.sessions, pisession.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))); err != nil {
+		s := pisessiontest.Generate(pisessiontest.Options{Seed: uint64(100 + i), TargetBytes: 400 << 10})
+		if err := s.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(start.Add(time.Duration(i)*time.Minute), s.ID))); err != nil {
 			t.Fatal(err)
 		}
 		want[s.ID] = len(s.Lines) - 1

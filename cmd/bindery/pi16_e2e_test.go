@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/my-pi/bindery/api"
-	"github.com/my-pi/bindery/binding/judge"
+	"github.com/my-pi/bindery/binding/judgetest"
 	"github.com/my-pi/bindery/daemon/report"
 )
 
@@ -144,7 +144,7 @@ func TestPi16SessionThroughDaemon(t *testing.T) {
 	// 3. a cache warm: the same request with max_tokens 1, compiled as a
 	// dry run; pi writes its usage entry under the leaf.
 	warm := compile("a2", pi16Body(t, h, msgs, "high", 1), true)
-	if res := h.j.Judge(judge.Call{Body: warm.Request, Beta: true}); res.Refused() || len(res.Transformations) != 0 {
+	if res := h.j.Judge(judgetest.Call{Body: warm.Request, Beta: true}); res.Refused() || len(res.Transformations) != 0 {
 		t.Fatalf("the warm request: %d %s %+v", res.Status, res.Error, res.Transformations)
 	}
 	ps.append(map[string]any{"type": "usage", "id": "w1", "parentId": "a2", "timestamp": ps.ts(), "kind": "cache_warm", "provider": "anthropic", "model": h.model,

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // branchTotals computes, independently of bindery, what a session file's
@@ -91,13 +91,13 @@ func svgPoints(t *testing.T, data []byte) map[string]int {
 
 func TestReportEndToEnd(t *testing.T) {
 	e := newE2E(t)
-	var sessions []*pisession.Session
+	var sessions []*pisessiontest.Session
 	wantTurns, wantRead := 0, int64(0)
 	wantEntries := 0
 	write := func(i int) {
 		start := time.Date(2026, 10, 1, i, 0, 0, 0, time.UTC)
-		s := pisession.Generate(pisession.Options{Seed: uint64(100 + i), Turns: 5 + i})
-		if err := s.WriteFile(filepath.Join(e.sessions, pisession.FileName(start, s.ID))); err != nil {
+		s := pisessiontest.Generate(pisessiontest.Options{Seed: uint64(100 + i), Turns: 5 + i})
+		if err := s.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(start, s.ID))); err != nil {
 			t.Fatal(err)
 		}
 		turns, read := branchTotals(t, s.Data)
@@ -247,12 +247,12 @@ func TestReportChartLatest(t *testing.T) {
 	e := newE2E(t)
 	e.serve()
 	start := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
-	a := pisession.Generate(pisession.Options{Seed: 7, Turns: 3, Plain: true, Start: start})
+	a := pisessiontest.Generate(pisessiontest.Options{Seed: 7, Turns: 3, Plain: true, Start: start})
 	// b is a with another id: the same last activity, ingested after a.
 	bID := "0192f0c1-7e2a-7bbb-8ccc-0123456789ab"
-	b := &pisession.Session{ID: bID, Data: bytes.ReplaceAll(a.Data, []byte(a.ID), []byte(bID))}
+	b := &pisessiontest.Session{ID: bID, Data: bytes.ReplaceAll(a.Data, []byte(a.ID), []byte(bID))}
 	// c is active later than both, and then removed.
-	c := pisession.Generate(pisession.Options{Seed: 8, Turns: 3, Plain: true, Start: start.Add(24 * time.Hour)})
+	c := pisessiontest.Generate(pisessiontest.Options{Seed: 8, Turns: 3, Plain: true, Start: start.Add(24 * time.Hour)})
 	listed := func(ids ...string) func() (bool, string) {
 		return func() (bool, string) {
 			m, err := e.sessionsJSON()
@@ -267,15 +267,15 @@ func TestReportChartLatest(t *testing.T) {
 			return len(m) == len(ids), fmt.Sprint(len(m), " sessions listed")
 		}
 	}
-	if err := a.WriteFile(filepath.Join(e.sessions, pisession.FileName(start, a.ID))); err != nil {
+	if err := a.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(start, a.ID))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a ingested", listed(a.ID))
-	if err := b.WriteFile(filepath.Join(e.sessions, pisession.FileName(start, b.ID))); err != nil {
+	if err := b.WriteFile(filepath.Join(e.sessions, pisessiontest.FileName(start, b.ID))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "b ingested", listed(a.ID, b.ID))
-	pathC := filepath.Join(e.sessions, pisession.FileName(start.Add(24*time.Hour), c.ID))
+	pathC := filepath.Join(e.sessions, pisessiontest.FileName(start.Add(24*time.Hour), c.ID))
 	if err := c.WriteFile(pathC); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/daemon/report"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // TestSameSessionIDInTwoFiles: a copied session file carries its
@@ -23,9 +23,9 @@ func TestSameSessionIDInTwoFiles(t *testing.T) {
 	e := newE2E(t)
 	e.serve()
 	start := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
-	s := pisession.Generate(pisession.Options{Seed: 11, Turns: 3, Plain: true, Start: start})
-	orig := filepath.Join(e.sessions, pisession.FileName(start, s.ID))
-	dup := filepath.Join(e.sessions, pisession.FileName(start.Add(time.Hour), s.ID))
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 11, Turns: 3, Plain: true, Start: start})
+	orig := filepath.Join(e.sessions, pisessiontest.FileName(start, s.ID))
+	dup := filepath.Join(e.sessions, pisessiontest.FileName(start.Add(time.Hour), s.ID))
 	entries := len(s.Lines) - 1
 
 	showJSON := func() (api.SessionDetail, error) {
@@ -101,7 +101,7 @@ func TestSameSessionIDInTwoFiles(t *testing.T) {
 
 	// pi goes on writing the original: it is now the most recently active.
 	last := s.Lines[len(s.Lines)-1].ID
-	if err := pisession.AppendLine(orig, pisession.UserLine("ff000001", last, "later", start.Add(48*time.Hour))); err != nil {
+	if err := pisessiontest.AppendLine(orig, pisessiontest.UserLine("ff000001", last, "later", start.Add(48*time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	check("the original, active later", file{orig, false}, file{dup, false})

@@ -27,15 +27,19 @@ func lensFor(rng *rand.Rand) []int {
 func BenchmarkArchive(b *testing.B) {
 	ctx := context.Background()
 	d := openDB(b)
+	// A second connection to the same file forgets the cached summaries
+	// (bindery itself never does: db exposes no such write).
+	raw, err := sql.Open("sqlite", d.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { raw.Close() })
 	rng := rand.New(rand.NewPCG(11, 12))
 	for i := range 1000 {
 		ingestSession(b, d, fmt.Sprintf("s%05d", i), lensFor(rng))
 	}
 	clear := func() {
-		if err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `DELETE FROM report_summaries`)
-			return err
-		}); err != nil {
+		if _, err := raw.ExecContext(ctx, `DELETE FROM report_summaries`); err != nil {
 			b.Fatal(err)
 		}
 	}

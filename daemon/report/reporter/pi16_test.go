@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/my-pi/bindery/watcher"
-	"github.com/my-pi/bindery/watcher/pisession"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
 // Rows of pi 1.6 usage and context_edit entries ingested before schema
 // version 6 get what the report reads of them from the session file; a
 // file rewritten shorter since leaves them as they are.
 func TestPi16FromFile(t *testing.T) {
-	s := pisession.Generate(pisession.Options{Seed: 11, Turns: 40, Pi16: true})
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 11, Turns: 40, Pi16: true})
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	if err := s.WriteFile(path); err != nil {
 		t.Fatal(err)

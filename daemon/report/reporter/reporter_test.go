@@ -2,7 +2,6 @@ package reporter
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -227,12 +226,12 @@ func TestCompileEventsFromTheLog(t *testing.T) {
 	}
 	// A compile built on s1's second user message (so it answers the
 	// reply after it, the 4th request), and a dry run that must not count.
-	err := d.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.Write(ctx, func(ctx context.Context, tx *db.Tx) error {
 		for _, f := range []string{
 			`{"compileId":"c1","branch":"s1-u2-1","binds":true,"engaged":true,"strips":[{"path":"messages.3.content.0","reason":"prefix-changed","tokens":50},{"path":"messages.5.content.0","reason":"gap","tokens":20}],"cache":{"firstChange":"messages.3.content.0","cause":"bindery"}}`,
 			`{"compileId":"c2","branch":"s1-u2-1","dryRun":true,"strips":[{"path":"x","reason":"released","tokens":1}]}`,
 		} {
-			if _, err := db.AppendEvent(ctx, tx, "compile", "s1", json.RawMessage(f)); err != nil {
+			if _, err := tx.AppendEvent(ctx, "compile", "s1", json.RawMessage(f)); err != nil {
 				return err
 			}
 		}

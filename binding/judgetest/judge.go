@@ -1,4 +1,4 @@
-// Package judge is a model of the Anthropic Messages API's thinking-block
+// Package judgetest is a model of the Anthropic Messages API's thinking-block
 // binding, written from shared/research/preserved-thinking.md alone, for use
 // as the judge of bindery's decisions in tests. It mints signatures that bind
 // each thinking block to its prefix, its predecessor and its model, and it
@@ -7,8 +7,10 @@
 // four outcomes (enforced 400, drop_block, record-only, no check).
 //
 // It deliberately shares no code with package binding: it is a second,
-// independent reading of the same rules.
-package judge
+// independent reading of the same rules. Test-only (the "test" suffix, as in
+// net/http/httptest): no package's own code imports it, which
+// binding/deps_test.go checks.
+package judgetest
 
 import (
 	"crypto/sha256"

@@ -17,6 +17,11 @@
 // their answer is unspecified. They return keys raw (between the quotes,
 // not unescaped): JSON.stringify never escapes a plain key, so callers
 // match them byte for byte.
+//
+// It is a leaf: it imports only the standard library and nothing of
+// bindery's, so both sides of the wire (api, splitting a compile call) and
+// the watcher (reading session lines) use it without either depending on
+// the other, or on binding.
 package jsonscan
 
 import (

@@ -1,4 +1,4 @@
-// Package pisession writes realistic pi session files for tests and
+// Package pisessiontest writes realistic pi session files for tests and
 // benchmarks: the JSONL shapes pi 0.58+ writes (v3) and the legacy v1 shape,
 // with signed thinking, tool loops, usage with cost, compactions, branches,
 // custom entries (pi-condense's included), labels, names and aborted turns.
@@ -7,7 +7,10 @@
 // It also has the file operations tests need to imitate pi: appending a
 // line (whole or in two halves) and rewriting a file in place on the same
 // inode, as pi's migration does with writeFileSync.
-package pisession
+//
+// Test-only (the "test" suffix, as in net/http/httptest): no package's own
+// code imports it, which binding/deps_test.go checks.
+package pisessiontest
 
 import (
 	"bytes"

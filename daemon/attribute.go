@@ -1,13 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/my-pi/bindery/api"
@@ -112,7 +107,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		if len(cands) == 0 {
 			continue
 		}
-		msg, err := readReply(batch.Path, r.e)
+		msg, err := binding.ParseReply(r.e.Reply)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reply %s in %s: %w", r.e.ID, batch.Path, err))
 			continue
@@ -121,7 +116,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		found = append(found, attributed{r.e.ID, r.e.ParentID, st, skip})
 	}
 	now := time.Now().UnixMilli()
-	err = b.j.Write(ctx, func(ctx context.Context, tx *sql.Tx, emit Emit) error {
+	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		for _, a := range found {
 			var rows []db.StampRow
 			for _, s := range a.stamps {
@@ -129,7 +124,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 					rows = append(rows, db.StampRow{Stamp: s, Source: "file", Conversation: c.id, Branch: a.parent, Entry: a.entry, CreatedMs: now})
 				}
 			}
-			added, err := db.InsertStamps(ctx, tx, rows)
+			added, err := tx.InsertStamps(ctx, rows)
 			if err != nil {
 				return err
 			}
@@ -206,110 +201,4 @@ func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*bin
 		}
 	}
 	return out, nil
-}
-
-// maxReplyLine bounds the session line read back for attribution.
-const maxReplyLine = 64 << 20
-
-// readReply reads one assistant entry back from the session file (read
-// only) and converts it to the provider's wire shape the way pi's
-// Anthropic serializer does, so its digests are what the next request
-// will carry.
-//
-// It reads the entry as written, never through a context_edit of it: a
-// stamp binds a block to what the model saw when it minted the block (the
-// compile's request, then the reply's own earlier blocks, as generated).
-// An edit changes what later requests carry of the reply; the next
-// compile judges that against these stamps, so a block whose place the
-// edit changed is stripped (prefix-changed), as the provider would refuse
-// it, and one it left in place is kept.
-func readReply(path string, e db.Entry) (*binding.Message, error) {
-	if e.Length <= 0 || e.Length > maxReplyLine {
-		return nil, fmt.Errorf("entry %s: line of %d bytes", e.ID, e.Length)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	line := make([]byte, e.Length)
-	if _, err := f.ReadAt(line, e.Offset); err != nil {
-		return nil, fmt.Errorf("read entry %s: %w", e.ID, err)
-	}
-	wire, err := piReplyToWire(bytes.TrimSpace(line))
-	if err != nil {
-		return nil, fmt.Errorf("entry %s: %w", e.ID, err)
-	}
-	return binding.ParseReply(wire)
-}
-
-// piReplyToWire converts a pi assistant message entry to {"role":
-// "assistant","content":[...]} as pi sends it (pi-sessions.md 5.3):
-// thinking with a signature -> thinking{thinking,signature}; redacted ->
-// redacted_thinking{data}; blank thinking dropped; unsigned thinking ->
-// text; blank text dropped; toolCall -> tool_use{id,name,input}.
-func piReplyToWire(line []byte) ([]byte, error) {
-	var entry struct {
-		Message struct {
-			Role    string            `json:"role"`
-			Content []json.RawMessage `json:"content"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(line, &entry); err != nil {
-		return nil, err
-	}
-	if entry.Message.Role != "assistant" {
-		return nil, fmt.Errorf("not an assistant message (%q)", entry.Message.Role)
-	}
-	type block = map[string]any
-	var content []any
-	for _, raw := range entry.Message.Content {
-		var b struct {
-			Type              string          `json:"type"`
-			Text              string          `json:"text"`
-			Thinking          string          `json:"thinking"`
-			ThinkingSignature string          `json:"thinkingSignature"`
-			Redacted          bool            `json:"redacted"`
-			ID                string          `json:"id"`
-			Name              string          `json:"name"`
-			Arguments         json.RawMessage `json:"arguments"`
-		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, err
-		}
-		switch b.Type {
-		case "thinking":
-			switch {
-			case b.Redacted:
-				content = append(content, block{"type": "redacted_thinking", "data": b.ThinkingSignature})
-			case strings.TrimSpace(b.Thinking) == "":
-			case strings.TrimSpace(b.ThinkingSignature) == "":
-				content = append(content, block{"type": "text", "text": b.Thinking})
-			default:
-				content = append(content, block{"type": "thinking", "thinking": b.Thinking, "signature": b.ThinkingSignature})
-			}
-		case "text":
-			if strings.TrimSpace(b.Text) != "" {
-				content = append(content, block{"type": "text", "text": b.Text})
-			}
-		case "toolCall":
-			args := b.Arguments
-			if len(args) == 0 {
-				args = json.RawMessage("{}")
-			}
-			content = append(content, block{"type": "tool_use", "id": b.ID, "name": b.Name, "input": args})
-		default:
-			content = append(content, json.RawMessage(raw))
-		}
-	}
-	if content == nil {
-		content = []any{}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]any{"role": "assistant", "content": content}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -1,4 +1,4 @@
-package judge
+package judgetest
 
 import (
 	"crypto/hmac"

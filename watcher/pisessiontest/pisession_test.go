@@ -1,4 +1,4 @@
-package pisession
+package pisessiontest
 
 import (
 	"bytes"

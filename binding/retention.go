@@ -1,0 +1,159 @@
+package binding
+
+import "slices"
+
+// How many compiles a conversation remembers: the one retention policy,
+// which the daemon applies to its mirror (and so to its rows) and the
+// simulator to its own. design/binding.md asks for at least the
+// MinRemembered most recent unaccepted compiles per branch; beyond that
+// the bounds are settings (Retention).
+
+// MinRemembered is how many of a branch's most recent unaccepted compiles
+// bindery remembers at least.
+const MinRemembered = 32
+
+// Retention bounds what a conversation remembers of its compiles.
+type Retention struct {
+	PerBranch       int // newest unaccepted compiles kept per branch (>= MinRemembered), and accepted records per branch
+	PerConversation int // and at most this many unaccepted per conversation
+	// AcceptedRecords bounds the accepted records a conversation keeps
+	// (pi makes every leaf a branch, so a per-branch bound alone would
+	// keep a record per turn); Tombstones bounds the accepted compiles
+	// remembered at all (a repeated accept of an older one is a 404).
+	AcceptedRecords int
+	Tombstones      int
+}
+
+// DefaultRetention keeps twice the minimum per branch.
+var DefaultRetention = Retention{PerBranch: 64, PerConversation: 1024, AcceptedRecords: 256, Tombstones: 10000}
+
+// Normalized raises each bound to what the others and the design require,
+// and fills zero bounds with DefaultRetention's.
+func (k Retention) Normalized() Retention {
+	if k.PerBranch <= 0 {
+		k.PerBranch = DefaultRetention.PerBranch
+	}
+	k.PerBranch = max(k.PerBranch, MinRemembered)
+	if k.PerConversation <= 0 {
+		k.PerConversation = DefaultRetention.PerConversation
+	}
+	k.PerConversation = max(k.PerConversation, k.PerBranch)
+	if k.AcceptedRecords <= 0 {
+		k.AcceptedRecords = DefaultRetention.AcceptedRecords
+	}
+	k.AcceptedRecords = max(k.AcceptedRecords, k.PerBranch)
+	if k.Tombstones <= 0 {
+		k.Tombstones = DefaultRetention.Tombstones
+	}
+	k.Tombstones = max(k.Tombstones, k.AcceptedRecords)
+	return k
+}
+
+// RememberedCompile is what retention needs of a remembered compile.
+type RememberedCompile struct {
+	ID       string
+	Seq      int64
+	Branch   string
+	Accepted bool
+	Record   bool // its record is still held (an accepted compile may be kept as its id alone)
+}
+
+// RetentionPlan is what a conversation forgets once a compile is added or
+// accepted.
+type RetentionPlan struct {
+	// DropRecords: accepted compiles whose records go; their ids stay, so
+	// a repeated accept still answers 200.
+	DropRecords []string
+	// Forget: compiles forgotten altogether (an accept of an unaccepted
+	// one is a 404 from now on).
+	Forget []string
+}
+
+// Retain plans what the conversation forgets once next (a compile being
+// added, or one being accepted) is committed. compiles is the
+// conversation's remembered compiles (next among them or not); owner is
+// the owner of next's branch after the commit, whose record is kept:
+//   - unaccepted compiles beyond the newest PerBranch of their branch or
+//     PerConversation of the conversation are forgotten;
+//   - accepted records beyond the newest PerBranch of next's branch (except
+//     its owner) or AcceptedRecords of the conversation are dropped (pi
+//     makes every leaf a branch, so the per-branch bound alone would keep
+//     one per turn);
+//   - accepted compiles beyond the newest Tombstones are forgotten.
+//
+// Only next's branch is bounded per branch: a branch's bound can only be
+// exceeded by a compile added to it. The conversation-wide record bound
+// is amortized: it runs once the bound is overshot by an eighth, and then
+// cuts back to the bound, so a long session does not sort its records on
+// every turn. One pass over compiles; sorting only where a bound is
+// exceeded.
+func Retain(k Retention, compiles []RememberedCompile, next RememberedCompile, owner string) RetentionPlan {
+	k = k.Normalized()
+	var brUnacc, unacc, brRec, rec, tombs []RememberedCompile
+	visit := func(c RememberedCompile) {
+		switch {
+		case !c.Accepted:
+			unacc = append(unacc, c)
+			if c.Branch == next.Branch {
+				brUnacc = append(brUnacc, c)
+			}
+		case c.Record:
+			rec = append(rec, c)
+			if c.Branch == next.Branch && c.ID != owner {
+				brRec = append(brRec, c)
+			}
+			tombs = append(tombs, c)
+		default:
+			tombs = append(tombs, c)
+		}
+	}
+	for _, c := range compiles {
+		if c.ID != next.ID {
+			visit(c)
+		}
+	}
+	visit(next)
+	// beyond returns the compiles older than the newest n.
+	beyond := func(cs []RememberedCompile, n int) []RememberedCompile {
+		if len(cs) <= n {
+			return nil
+		}
+		slices.SortFunc(cs, func(a, b RememberedCompile) int {
+			switch {
+			case a.Seq > b.Seq:
+				return -1
+			case a.Seq < b.Seq:
+				return 1
+			}
+			return 0
+		})
+		return cs[n:]
+	}
+	gone := map[string]bool{}
+	var plan RetentionPlan
+	forget := func(cs []RememberedCompile) {
+		for _, c := range cs {
+			if !gone[c.ID] {
+				gone[c.ID] = true
+				plan.Forget = append(plan.Forget, c.ID)
+			}
+		}
+	}
+	forget(beyond(brUnacc, k.PerBranch))
+	forget(beyond(unacc, k.PerConversation))
+	forget(beyond(tombs, k.Tombstones))
+	dropped := map[string]bool{}
+	drop := func(cs []RememberedCompile) {
+		for _, c := range cs {
+			if !gone[c.ID] && !dropped[c.ID] {
+				dropped[c.ID] = true
+				plan.DropRecords = append(plan.DropRecords, c.ID)
+			}
+		}
+	}
+	drop(beyond(brRec, k.PerBranch))
+	if len(rec) > k.AcceptedRecords+k.AcceptedRecords/8 {
+		drop(beyond(rec, k.AcceptedRecords))
+	}
+	return plan
+}

@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
+)
+
+// Accept implements api.Binder.
+func (b *Binder) Accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptAnswer, error) {
+	ans, conv, err := b.accept(ctx, call)
+	if err != nil {
+		if conv != "" {
+			return nil, fmt.Errorf("accept of compile %s of conversation %q: %w", call.CompileID, conv, err)
+		}
+		return nil, fmt.Errorf("accept of compile %s: %w", call.CompileID, err)
+	}
+	return ans, nil
+}
+
+// accept is Accept, also returning the conversation (once known) for
+// the error's context.
+func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptAnswer, string, error) {
+	switch {
+	case strings.HasPrefix(call.CompileID, idDryRun):
+		return nil, "", api.Errorf(api.CodeDryRunCompile, "compile %q was a dry run: it cannot be accepted", call.CompileID)
+	case strings.HasPrefix(call.CompileID, idUnbound):
+		// Not a Messages request: nothing was bound, nothing to record.
+		return &api.AcceptAnswer{Accepted: true}, "", nil
+	}
+	convID, err := b.lookup(ctx, call.CompileID)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := b.lock(ctx, convID)
+	if err != nil {
+		return nil, convID, err
+	}
+	defer c.mu.Unlock()
+	e := c.compiles[call.CompileID]
+	if e == nil || (e.rec == nil && !e.accepted) {
+		return nil, convID, b.unknownCompile(ctx, call.CompileID)
+	}
+	if e.accepted {
+		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, convID, nil
+	}
+	var owner *binding.CompileRecord
+	if br := c.branches[e.branch]; br != nil && br.Owner != "" {
+		if oe := c.compiles[br.Owner]; oe != nil {
+			owner = oe.rec
+		}
+	}
+	trs := make([]binding.InputTransformation, len(call.InputTransformations))
+	for i, t := range call.InputTransformations {
+		trs[i] = binding.InputTransformation{Type: t.Type, Path: t.Path, Reason: t.Reason}
+	}
+	out, err := binding.Accept(binding.AcceptInput{Record: e.rec, Owner: owner, Engaged: c.row.EngagedCompile != "",
+		Reply: call.Reply, Transformations: trs, Models: b.models})
+	if err != nil {
+		switch binding.Code(err) {
+		case "unknown-compile":
+			return nil, convID, b.unknownCompile(ctx, call.CompileID)
+		case "dry-run":
+			return nil, convID, api.Errorf(api.CodeDryRunCompile, "compile %q was a dry run", call.CompileID)
+		case "bad-reply", "bad-path", "bad-request":
+			return nil, convID, api.Errorf(api.CodeBadRequest, "accept: %v", err)
+		}
+		return nil, convID, err
+	}
+	if out.Noop {
+		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, convID, nil
+	}
+	rec := out.Record
+	now := time.Now().UnixMilli()
+	ownerID := rec.ID // an accept that makes rec the owner keeps its record
+	if !out.Owner {
+		if br := c.branches[rec.Branch]; br != nil {
+			ownerID = br.Owner
+		}
+	}
+	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, accepted: true, rec: rec}, ownerID)
+	var stamped []db.StampRow
+	var released []db.ReleaseRow
+	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
+		stamped, released = nil, nil
+		hw, err := tx.IngestHighWater(ctx)
+		if err != nil {
+			return err
+		}
+		var srows []db.StampRow
+		for _, s := range out.Stamps {
+			srows = append(srows, db.StampRow{Stamp: s, Source: "accept", Conversation: c.id, Branch: rec.Branch, Compile: rec.ID, CreatedMs: now})
+		}
+		if stamped, err = tx.InsertStamps(ctx, srows); err != nil {
+			return err
+		}
+		if _, err := linkStamps(ctx, tx, c.id, stamped); err != nil {
+			return err
+		}
+		if _, err := tx.InsertCompactions(ctx, c.id, out.Compactions, now); err != nil {
+			return err
+		}
+		var rrows []db.ReleaseRow
+		for _, r := range out.Releases {
+			r.Seq = hw
+			rrows = append(rrows, db.ReleaseRow{Release: r, Conversation: c.id, Branch: rec.Branch, CreatedMs: now})
+		}
+		if released, err = tx.InsertReleases(ctx, rrows); err != nil {
+			return err
+		}
+		if out.Owner {
+			if err := tx.UpsertBranch(ctx, db.BranchRow{Conversation: c.id, Branch: rec.Branch, Owner: rec.ID, CreatedMs: now}); err != nil {
+				return err
+			}
+		}
+		if out.Engage {
+			row := c.row
+			row.ID, row.EngagedCompile, row.EngagedMs = c.id, rec.ID, now
+			if row.CreatedMs == 0 {
+				row.CreatedMs = now
+			}
+			if err := tx.UpsertConversation(ctx, row); err != nil {
+				return err
+			}
+			if err := emit(api.EventEngage, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch}); err != nil {
+				return err
+			}
+		}
+		if err := tx.MarkAccepted(ctx, rec, now, len(stamped), len(released)); err != nil {
+			return err
+		}
+		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
+			return err
+		}
+		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,
+			"stamped": len(stamped), "released": len(released), "owner": out.Owner, "reply": len(call.Reply) > 0}); err != nil {
+			return err
+		}
+		if len(released) > 0 {
+			if err := emit(api.EventRelease, c.id, releaseFields(rec.ID, rec.Branch, "accept", released)); err != nil {
+				return err
+			}
+		}
+		for _, ev := range out.Events {
+			f := map[string]any{"compileId": rec.ID, "branch": rec.Branch, "transformation": ev.Type, "reason": ev.Reason, "path": ev.Path}
+			if ev.Orig != "" {
+				f["hostPath"] = ev.Orig
+			}
+			if err := emit(api.EventTransform, c.id, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, convID, err
+	}
+	// mirror what was committed
+	e.accepted, e.stamped, e.released, e.rec = true, len(stamped), len(released), rec
+	for _, r := range released {
+		c.releases = append(c.releases, r)
+	}
+	if out.Owner {
+		br := c.branches[rec.Branch]
+		if br == nil {
+			br = &db.BranchRow{Conversation: c.id, Branch: rec.Branch, CreatedMs: now}
+			c.branches[rec.Branch] = br
+		}
+		br.Owner = rec.ID
+	}
+	if out.Engage {
+		c.row.EngagedCompile, c.row.EngagedMs, c.stored = rec.ID, now, true
+	}
+	c.applyRetention(plan)
+	return &api.AcceptAnswer{Accepted: true, Stamped: len(stamped), Released: len(released)}, convID, nil
+}

@@ -1,0 +1,423 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
+)
+
+// compileFacts is everything a compile decides from besides its request,
+// read once, before the decision, under the conversation's lock; the
+// commit that follows reuses it and reads nothing but its transaction.
+type compileFacts struct {
+	path *pathInfo
+	// parent is where the conversation was made from: as stored, or for a
+	// conversation compiled for the first time, the host's parent or the
+	// session its pi header names (parentOf); nil: nowhere.
+	parent      *api.BranchRef
+	parentState *db.ConversationState // the parent's stored state (nil without a parent)
+
+	stamps      map[binding.Digest]binding.Stamp
+	released    map[binding.Digest]bool
+	remembered  []*binding.CompileRecord
+	owner       *binding.CompileRecord
+	engaged     bool
+	compactions map[binding.Digest]binding.Compaction
+}
+
+// gather reads a compile's facts.
+func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req *binding.Request) (*compileFacts, error) {
+	f := &compileFacts{}
+	session, err := b.db.Session(ctx, c.id)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		session = db.Session{}
+	case err != nil:
+		return nil, fmt.Errorf("pi session of conversation %q: %w", c.id, err)
+	}
+	isPi := session.ID != ""
+	if f.path, err = b.branchPath(ctx, c.id, call.Branch, isPi); err != nil {
+		return nil, err
+	}
+	if !f.path.pi {
+		f.path.forkedFrom = c.forkedFrom(call)
+	}
+	keys := binding.StampKeys(req)
+	if f.path.pi && f.path.at == nil {
+		if err := b.provenAncestor(ctx, f.path, c.id, keys); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case c.stored && c.row.ParentConversation != "":
+		f.parent = &api.BranchRef{Conversation: c.row.ParentConversation, Branch: c.row.ParentBranch}
+	case !c.stored:
+		if f.parent, err = b.parentOf(ctx, call, session); err != nil {
+			return nil, err
+		}
+	}
+	if f.parent != nil && f.parent.Conversation != c.id {
+		if f.parentState, err = b.db.LoadConversation(ctx, f.parent.Conversation); err != nil {
+			return nil, fmt.Errorf("parent %q of conversation %q: %w", f.parent.Conversation, c.id, err)
+		}
+	}
+	if f.stamps, err = b.stamps(ctx, keys); err != nil {
+		return nil, err
+	}
+	if f.released, err = b.released(ctx, c, f, call, keys); err != nil {
+		return nil, err
+	}
+	for _, e := range c.compiles {
+		if e.rec == nil || !f.path.onBranch(call.Branch, e.branch) {
+			continue
+		}
+		f.remembered = append(f.remembered, e.rec)
+		if e.accepted && (f.owner == nil || e.seq > f.owner.Seq) {
+			f.owner = e.rec
+		}
+	}
+	f.engaged = c.row.EngagedCompile != "" || (f.parentState != nil && f.parentState.Conversation.EngagedCompile != "")
+	if ck := binding.CompactionKeys(req); len(ck) > 0 {
+		if f.compactions, err = b.db.Compactions(ctx, ck); err != nil {
+			return nil, fmt.Errorf("compactions of conversation %q: %w", c.id, err)
+		}
+	}
+	return f, nil
+}
+
+func (b *Binder) stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]binding.Stamp, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := b.db.Stamps(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("stamps: %w", err)
+	}
+	out := make(map[binding.Digest]binding.Stamp, len(rows))
+	for k, r := range rows {
+		out[k] = r.Stamp
+	}
+	return out, nil
+}
+
+// branchPath is what the compile's branch is on pi's tree: its path when
+// the leaf is ingested. isPi: bindery has ingested the conversation's
+// session, so a leaf not ingested yet (pi writes the reply after the
+// request) is still a leaf of pi's tree.
+func (b *Binder) branchPath(ctx context.Context, conversation, branch string, isPi bool) (*pathInfo, error) {
+	pi := &pathInfo{memo: map[string]pathMemo{}}
+	if branch == "" {
+		return pi, nil
+	}
+	p, found, err := b.db.SessionPath(ctx, conversation, branch)
+	if err != nil {
+		return nil, fmt.Errorf("path of leaf %q in session %q: %w", branch, conversation, err)
+	}
+	if found {
+		pi.pi = true
+		pi.at = toBindingPath(p)
+		pi.on = make(map[string]bool, len(p))
+		for _, e := range p {
+			pi.on[e.ID] = true
+		}
+		return pi, nil
+	}
+	pi.pi = isPi
+	return pi, nil
+}
+
+// released decides which of keys (the request's thinking blocks) are
+// released on the compile's branch (binding.ReleasedOn), from the
+// conversation's releases, pi's tree where the conversation is a pi
+// session, and the forks it descends from.
+func (b *Binder) released(ctx context.Context, c *conv, f *compileFacts, call *api.CompileCall, keys []binding.Digest) (map[binding.Digest]bool, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	in := binding.ReachInput{Branch: call.Branch, Releases: branchReleases(c.releases)}
+	if f.path.pi {
+		tree, err := b.releaseTree(ctx, c, f.path, call.Branch, keys)
+		if err != nil {
+			return nil, err
+		}
+		in.Tree = tree
+	}
+	// The branch's parent (a host's fork within the conversation), then
+	// the conversation's parent (a fork into a new conversation or session).
+	br := c.branches[call.Branch]
+	switch {
+	case br != nil && br.ParentConversation != "":
+		rels := in.Releases
+		if br.ParentConversation != c.id {
+			st, err := b.db.LoadConversation(ctx, br.ParentConversation)
+			if err != nil {
+				return nil, fmt.Errorf("parent %q of branch %q of conversation %q: %w", br.ParentConversation, call.Branch, c.id, err)
+			}
+			rels = branchReleases(st.Releases)
+		}
+		in.Forks = append(in.Forks, &binding.Fork{Branch: br.ParentBranch, UpTo: br.ParentRelease, Releases: rels})
+	case br == nil && call.Parent != nil && (call.Parent.Conversation == c.id || call.Parent.Conversation == "") && call.Parent.Branch != call.Branch:
+		in.Forks = append(in.Forks, &binding.Fork{Branch: call.Parent.Branch, UpTo: binding.ForkNow, Releases: in.Releases})
+	}
+	if f.parentState != nil {
+		upTo := binding.ForkNow // a fork made now inherits everything so far
+		if c.stored {
+			upTo = c.row.ParentRelease
+		}
+		fork := &binding.Fork{Branch: f.parent.Branch, UpTo: upTo, Releases: branchReleases(f.parentState.Releases)}
+		if err := b.forkAncestry(ctx, fork, f.parentState, c.id); err != nil {
+			return nil, err
+		}
+		in.Forks = append(in.Forks, fork)
+	}
+	return binding.ReleasedOn(in, keys), nil
+}
+
+// forkAncestry links fork, made from the conversation st, to st's own
+// parents, up to binding.MaxForkDepth and never through one twice.
+func (b *Binder) forkAncestry(ctx context.Context, fork *binding.Fork, st *db.ConversationState, child string) error {
+	seen := map[string]bool{child: true, st.Conversation.ID: true}
+	for depth := 1; depth < binding.MaxForkDepth; depth++ {
+		up := st.Conversation
+		if up.ParentConversation == "" || seen[up.ParentConversation] {
+			return nil
+		}
+		seen[up.ParentConversation] = true
+		var err error
+		if st, err = b.db.LoadConversation(ctx, up.ParentConversation); err != nil {
+			return fmt.Errorf("ancestor %q of conversation %q: %w", up.ParentConversation, child, err)
+		}
+		fork.Parent = &binding.Fork{Branch: up.ParentBranch, UpTo: up.ParentRelease, Releases: branchReleases(st.Releases)}
+		fork = fork.Parent
+	}
+	return nil
+}
+
+// releaseTree is what pi's tree shows of the releases among keys made at
+// other leaves: the leaves' paths and the blocks' entries, read only when
+// the compile's own path is known (otherwise every release reaches).
+func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch string, keys []binding.Digest) (*binding.ReleaseTree, error) {
+	tree := &binding.ReleaseTree{At: pi.at}
+	if pi.at == nil {
+		return tree, nil
+	}
+	inReq := make(map[binding.Digest]bool, len(keys))
+	for _, k := range keys {
+		inReq[k] = true
+	}
+	var need []binding.Digest
+	leaves := map[string]bool{}
+	for _, r := range c.releases {
+		if inReq[r.Key] && r.Branch != branch && r.Branch != binding.SignatureBranch {
+			need = append(need, r.Key)
+			leaves[r.Branch] = true
+		}
+	}
+	if len(need) == 0 {
+		return tree, nil
+	}
+	entries, err := b.db.BlockEntries(ctx, c.id, need)
+	if err != nil {
+		return nil, fmt.Errorf("entries of released blocks in session %q: %w", c.id, err)
+	}
+	tree.Entries = entries
+	tree.Paths = make(map[string][]binding.PathEntry, len(leaves))
+	for leaf := range leaves {
+		p, found, err := b.leafPath(ctx, pi, c.id, leaf)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			tree.Paths[leaf] = p
+		}
+	}
+	return tree, nil
+}
+
+// branchReleases is rows as binding reads them.
+func branchReleases(rows []db.ReleaseRow) []binding.BranchRelease {
+	out := make([]binding.BranchRelease, len(rows))
+	for i, r := range rows {
+		out[i] = binding.BranchRelease{Release: r.Release, Branch: r.Branch, Order: r.ID}
+	}
+	return out
+}
+
+// parentOf is where a new conversation was made from: the host's parent,
+// or for a pi session file the session its header names.
+func (b *Binder) parentOf(ctx context.Context, call *api.CompileCall, s db.Session) (*api.BranchRef, error) {
+	if call.Parent != nil && call.Parent.Conversation != "" && call.Parent.Conversation != call.Conversation {
+		return call.Parent, nil
+	}
+	if s.ParentSession == "" {
+		return nil, nil
+	}
+	// pi's header names the parent's file (pi-sessions.md); an id is
+	// taken as it is (v1's branchedFrom)
+	parent := s.ParentSession
+	if strings.ContainsRune(parent, '/') {
+		id, err := b.sessionAtPath(ctx, parent)
+		if err != nil {
+			return nil, fmt.Errorf("parent session of %q at %s: %w", call.Conversation, parent, err)
+		}
+		if id == "" {
+			return nil, nil
+		}
+		parent = id
+	}
+	if parent == call.Conversation {
+		return nil, nil
+	}
+	return &api.BranchRef{Conversation: parent}, nil
+}
+
+// pathInfo is what a compile knows of a pi branch.
+type pathInfo struct {
+	pi bool                // the conversation is a pi session bindery has ingested
+	at []binding.PathEntry // the compile's leaf path, root first (nil when the leaf is not ingested)
+	on map[string]bool     // ids on at
+	// proven: the leaf is not ingested; at is the path of the deepest
+	// ancestor the request proves, so compiles off it may still be on the
+	// branch (made at leaves after it)
+	proven bool
+	memo   map[string]pathMemo // other leaves' paths, looked up once per call
+	// forkedFrom: for a conversation without a session tree, the branches
+	// (of the same conversation) this one was forked from, nearest first.
+	// Their compiles are this branch's history before the fork.
+	forkedFrom map[string]bool
+}
+
+type pathMemo struct {
+	path  []binding.PathEntry
+	found bool
+}
+
+func toBindingPath(p []db.PathEntry) []binding.PathEntry {
+	out := make([]binding.PathEntry, len(p))
+	for i, e := range p {
+		out[i] = binding.PathEntry{ID: e.ID, Seq: e.Seq}
+	}
+	return out
+}
+
+// provenAncestor handles a compile at a pi leaf bindery has not ingested
+// yet (pi writes the entry and sends the request at about the same time):
+// the branch is taken to descend from the deepest entry the request proves
+// it contains, the entry holding its latest thinking block that the
+// session file already shows.
+func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) error {
+	for i := len(keys) - 1; i >= 0; i-- {
+		entries, err := b.db.BlockEntries(ctx, conversation, keys[i:i+1])
+		if err != nil {
+			return fmt.Errorf("entry of a block in session %q: %w", conversation, err)
+		}
+		entry, ok := entries[keys[i]]
+		if !ok {
+			continue
+		}
+		p, found, err := b.db.SessionPath(ctx, conversation, entry)
+		if err != nil {
+			return fmt.Errorf("path of entry %q in session %q: %w", entry, conversation, err)
+		}
+		if found {
+			pi.at = toBindingPath(p)
+			pi.on = make(map[string]bool, len(p))
+			for _, e := range p {
+				pi.on[e.ID] = true
+			}
+			pi.proven = true
+		}
+		return nil
+	}
+	return nil
+}
+
+// forkedFrom lists the branches of c that call's branch was forked from, by
+// the parent recorded when each branch was first compiled (or, for a branch
+// compiled now for the first time, the call's own parent). A host without a
+// tree (pi without a session file, any other host naming forks with parent)
+// moves to a new branch name at each fork, and a reply whose accept was lost
+// was answered to a compile made on the branch before the move: attribution
+// by prefix must be able to find it there.
+func (c *conv) forkedFrom(call *api.CompileCall) map[string]bool {
+	var next string
+	if br := c.branches[call.Branch]; br != nil {
+		if br.ParentConversation == c.id {
+			next = br.ParentBranch
+		}
+	} else if call.Parent != nil && (call.Parent.Conversation == c.id || call.Parent.Conversation == "") {
+		next = call.Parent.Branch
+	}
+	var out map[string]bool
+	for depth := 0; next != "" && next != call.Branch && !out[next] && depth < 64; depth++ {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[next] = true
+		br := c.branches[next]
+		if br == nil || br.ParentConversation != c.id {
+			break
+		}
+		next = br.ParentBranch
+	}
+	return out
+}
+
+func (b *Binder) leafPath(ctx context.Context, pi *pathInfo, conversation, leaf string) ([]binding.PathEntry, bool, error) {
+	if m, ok := pi.memo[leaf]; ok {
+		return m.path, m.found, nil
+	}
+	p, found, err := b.db.SessionPath(ctx, conversation, leaf)
+	if err != nil {
+		return nil, false, fmt.Errorf("path of leaf %q in session %q: %w", leaf, conversation, err)
+	}
+	m := pathMemo{path: toBindingPath(p), found: found}
+	pi.memo[leaf] = m
+	return m.path, m.found, nil
+}
+
+// onBranch reports whether a compile made at branch other belongs to the
+// branch being compiled: the same name, or for pi an entry on its path. A
+// pi leaf bindery has not ingested yet counts every compile of the
+// conversation: attribution matches by message chain, so a compile of
+// another branch can only qualify if it sent exactly the same messages.
+func (pi *pathInfo) onBranch(branch, other string) bool {
+	if other == branch {
+		return true
+	}
+	if !pi.pi {
+		return pi.forkedFrom[other]
+	}
+	if pi.at == nil || pi.proven {
+		return true
+	}
+	return pi.on[other]
+}
+
+// sessionAtPath is the id of the session in the file a pi header's
+// parentSession names: the session ingested at that path, else, when the
+// path is not known (the agent dir moved or is reached through a symlink,
+// the file was renamed), the id pi put in the file's name if bindery knows
+// a session with that id. "" when neither finds one.
+func (b *Binder) sessionAtPath(ctx context.Context, path string) (string, error) {
+	id, found, err := b.db.SessionIDByPath(ctx, path)
+	if err != nil || found {
+		return id, err
+	}
+	id, ok := watcher.FileSessionID(path)
+	if !ok {
+		return "", nil
+	}
+	if _, err := b.db.Session(ctx, id); errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	return id, nil
+}

@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
+)
+
+// conv is one conversation's state in memory: a mirror of its rows,
+// loaded lazily from the database on first use.
+type conv struct {
+	mu       convLock
+	id       string
+	loaded   bool
+	stored   bool // its row exists
+	row      db.ConversationRow
+	branches map[string]*db.BranchRow
+	compiles map[string]*compileEntry
+	releases []db.ReleaseRow
+	followed bool
+}
+
+type compileEntry struct {
+	seq      int64
+	branch   string
+	accepted bool
+	stamped  int
+	released int
+	rec      *binding.CompileRecord // nil once forgotten (accepted compiles only)
+}
+
+func (b *Binder) conv(id string) *conv {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.convs[id]
+	if ok {
+		return c
+	}
+	if len(b.convs) >= maxConversations {
+		for k, v := range b.convs {
+			if v.mu.TryLock() {
+				delete(b.convs, k)
+				v.mu.Unlock()
+				if len(b.convs) < maxConversations {
+					break
+				}
+			}
+		}
+	}
+	c = &conv{id: id, mu: newConvLock()}
+	b.convs[id] = c
+	return c
+}
+
+// lock locks the conversation and loads it if needed. A conversation
+// evicted while the caller waited is replaced by a fresh one.
+func (b *Binder) lock(ctx context.Context, id string) (*conv, error) {
+	for {
+		c := b.conv(id)
+		if err := c.mu.Lock(ctx, id); err != nil {
+			return nil, err // names the conversation
+		}
+		b.mu.Lock()
+		current := b.convs[id] == c
+		b.mu.Unlock()
+		if !current {
+			c.mu.Unlock()
+			continue
+		}
+		if !c.loaded {
+			if err := b.load(ctx, c); err != nil {
+				c.mu.Unlock()
+				return nil, err
+			}
+		}
+		return c, nil
+	}
+}
+
+func (b *Binder) load(ctx context.Context, c *conv) error {
+	st, err := b.db.LoadConversation(ctx, c.id)
+	if err != nil {
+		return err // db names the conversation
+	}
+	c.stored = st.Found
+	c.row = st.Conversation
+	c.branches = map[string]*db.BranchRow{}
+	for i := range st.Branches {
+		br := st.Branches[i]
+		c.branches[br.Branch] = &br
+	}
+	c.compiles = map[string]*compileEntry{}
+	for _, r := range st.Compiles {
+		c.compiles[r.ID] = &compileEntry{seq: r.Seq, branch: r.Branch, accepted: r.AcceptedMs != 0,
+			stamped: r.Stamped, released: r.Released, rec: r.Record}
+	}
+	c.releases = st.Releases
+	c.loaded = true
+	return nil
+}
+
+// retention is what the conversation forgets once next (a compile being
+// added, or one being accepted) is committed: binding.Retain over the
+// mirror, owner being the owner of next's branch after the commit.
+func (b *Binder) retention(c *conv, nextID string, next compileEntry, owner string) binding.RetentionPlan {
+	cs := make([]binding.RememberedCompile, 0, len(c.compiles))
+	for id, e := range c.compiles {
+		cs = append(cs, e.remembered(id))
+	}
+	return binding.Retain(b.keep, cs, next.remembered(nextID), owner)
+}
+
+func (e *compileEntry) remembered(id string) binding.RememberedCompile {
+	return binding.RememberedCompile{ID: id, Seq: e.seq, Branch: e.branch, Accepted: e.accepted, Record: e.rec != nil}
+}
+
+// applyRetention mirrors a committed retention plan.
+func (c *conv) applyRetention(plan binding.RetentionPlan) {
+	for _, id := range plan.DropRecords {
+		if e := c.compiles[id]; e != nil {
+			e.rec = nil
+		}
+	}
+	for _, id := range plan.Forget {
+		delete(c.compiles, id)
+	}
+}
