@@ -86,6 +86,13 @@ type Calibration struct {
 	ReplayedWrite int64   `json:"replayedWrite"`
 	ReadError     float64 `json:"readError"`  // |replayed-recorded|/recorded (0 when both are 0)
 	WriteError    float64 `json:"writeError"` // same for cache write
+	// What the replay took from the recording and what it predicted:
+	// AsRecorded counts the requests whose cache loss (a compaction, a
+	// model or thinking change, a host change, or no known cause) it took
+	// as recorded, under every policy; Expired the idle expiries it
+	// predicted from the timestamps and the cache lifetime.
+	AsRecorded int `json:"asRecorded"`
+	Expired    int `json:"expired"`
 	// OK is both errors within CalibrationTolerance; else Reason says
 	// what the replay could not reproduce.
 	OK     bool   `json:"ok"`

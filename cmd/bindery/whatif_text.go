@@ -28,9 +28,12 @@ func whatifText(w api.WhatIf) string {
 	rows := w.Archive
 	if w.Scope == "session" && len(w.Sessions) == 1 {
 		rows = w.Sessions[0].Policies
-		if c := w.Sessions[0].Calibration; !c.OK {
-			fmt.Fprintf(&b, "NOT CALIBRATED: %s\n\n", c.Reason)
+		c := w.Sessions[0].Calibration
+		if !c.OK {
+			fmt.Fprintf(&b, "NOT CALIBRATED: %s\n", c.Reason)
 		}
+		fmt.Fprintf(&b, "the replay took %s as recorded and predicted %s\n\n",
+			plural(c.AsRecorded, "cache loss", "cache losses"), plural(c.Expired, "idle expiry", "idle expiries"))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "policy\tspend\tvs recorded\twrite\tread\tthinking\tbreaks\t\n")

@@ -80,6 +80,7 @@ type replayReq struct {
 	renewed                   time.Time // last cache warm since the request before, zero when none
 	blocks                    []held    // the blocks resident in its prompt, as they stood then
 	recordedLoss              bool      // a recorded break with a cause other than idle (by line)
+	survive                   int64     // what of the cache survives to it, in recorded positions (survival)
 	gapOK                     bool      // both timestamps parse
 }
 
@@ -298,6 +299,7 @@ func Replay(in SessionInput, prices *Prices, keep int) WhatIfSession {
 	s := buildReplay(in, losses)
 	out := WhatIfSession{Session: in.Session, Model: s.model, Requests: len(s.reqs)}
 	rates := sessionRates(s.reqs, prices)
+	out.Calibration.Expired, out.Calibration.AsRecorded = s.survival()
 	for _, p := range policies(keep) {
 		out.Policies = append(out.Policies, s.run(p, rates))
 	}
@@ -399,19 +401,9 @@ func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 				res.ThinkingTokens += s.blocks[h.i].tokens
 			}
 		}
-		// What survives of the cache, in recorded positions, then in
-		// this policy's.
-		var survive int64
-		switch {
-		case prev == nil:
-			survive = q.read
-		case q.gapOK && prev.gapOK && q.t.Sub(lastUse(prev, q)) > lifetime(prev):
-			survive = 0
-		case q.recordedLoss:
-			survive = q.read
-		default:
-			survive = min(prev.boundary(), q.boundary())
-		}
+		// What survives of the cache, in recorded positions (the same
+		// under every policy: survival), then in this policy's.
+		survive := q.survive
 		readTok := max(0, survive-shift(survive))
 		if prev != nil {
 			// The first block whose place in the cached prefix changed.
@@ -471,6 +463,35 @@ func (s *replaySession) run(p policy, rates map[string]rate) PolicyResult {
 		res.Spend = usd(spend)
 	}
 	return res
+}
+
+// survival decides, for every request, what of the cache survives to it
+// in recorded positions, the same under every policy: the first request
+// reads what it recorded (a prefix another session cached); after more
+// than the cache lifetime nothing survives (predicted: expired counts
+// them); a recorded loss with a cause no policy controls is taken as
+// recorded (asRecorded counts them); else what the request before left,
+// as far as this request's own prompt reaches.
+func (s *replaySession) survival() (expired, asRecorded int) {
+	for k := range s.reqs {
+		q := &s.reqs[k]
+		if k == 0 {
+			q.survive = q.read
+			continue
+		}
+		prev := &s.reqs[k-1]
+		switch {
+		case q.gapOK && prev.gapOK && q.t.Sub(lastUse(prev, q)) > lifetime(prev):
+			q.survive = 0
+			expired++
+		case q.recordedLoss:
+			q.survive = q.read
+			asRecorded++
+		default:
+			q.survive = min(prev.boundary(), q.boundary())
+		}
+	}
+	return expired, asRecorded
 }
 
 // lastUse is when the cache the request before q left was last used: that

@@ -69,8 +69,8 @@ func TestReplayCalibration(t *testing.T) {
 		in := parseFile(t, f)
 		w := Replay(in, DefaultPrices(), api.DefaultKeepLast)
 		c := w.Calibration
-		t.Logf("%s: %d requests; read recorded %d replayed %d (error %.3f%%); write recorded %d replayed %d (error %.3f%%); ok %v",
-			filepath.Base(f), w.Requests, c.RecordedRead, c.ReplayedRead, 100*c.ReadError, c.RecordedWrite, c.ReplayedWrite, 100*c.WriteError, c.OK)
+		t.Logf("%s: %d requests; read recorded %d replayed %d (error %.3f%%); write recorded %d replayed %d (error %.3f%%); ok %v; %d losses taken as recorded, %d expiries predicted",
+			filepath.Base(f), w.Requests, c.RecordedRead, c.ReplayedRead, 100*c.ReadError, c.RecordedWrite, c.ReplayedWrite, 100*c.WriteError, c.OK, c.AsRecorded, c.Expired)
 		for _, p := range w.Policies {
 			sp := "unpriced"
 			if p.Spend != nil {
@@ -140,7 +140,7 @@ func TestReplayHandChecked(t *testing.T) {
 		}
 	}
 	c := w.Calibration
-	if !c.OK || c.ReadError != 0 || c.WriteError != 0 || c.RecordedRead != 31800 || c.RecordedWrite != 11500 {
+	if !c.OK || c.ReadError != 0 || c.WriteError != 0 || c.RecordedRead != 31800 || c.RecordedWrite != 11500 || c.AsRecorded != 0 || c.Expired != 0 {
 		t.Errorf("calibration %+v", c)
 	}
 	// Priced at the session's own rates: input 4 x $5, output 400 x $25,
@@ -156,7 +156,7 @@ func TestReplayHandChecked(t *testing.T) {
 	// the replay still matches.
 	b.entries[len(b.entries)-1].Usage.CacheRead, b.entries[len(b.entries)-1].Usage.CacheWrite = i64(0), i64(11500)
 	w = Replay(SessionInput{Session: "h", Entries: b.entries}, DefaultPrices(), 1)
-	if c := w.Calibration; !c.OK || c.ReadError != 0 || c.WriteError != 0 {
+	if c := w.Calibration; !c.OK || c.ReadError != 0 || c.WriteError != 0 || c.AsRecorded != 1 || c.Expired != 0 {
 		t.Errorf("with an unexplained loss: %+v", c)
 	}
 	// A session whose recorded reads no cache explains: r3 read 10600
@@ -164,7 +164,7 @@ func TestReplayHandChecked(t *testing.T) {
 	b.entries[5].Timestamp = "2026-12-01T10:20:20Z"
 	b.entries[len(b.entries)-1].Timestamp = "2026-12-01T10:20:30Z"
 	w = Replay(SessionInput{Session: "h", Entries: b.entries}, DefaultPrices(), 1)
-	if c := w.Calibration; c.OK || c.Reason == "" || w.Policies[0].Spend != nil || w.Policies[2].Spend != nil {
+	if c := w.Calibration; c.OK || c.Reason == "" || c.Expired != 1 || w.Policies[0].Spend != nil || w.Policies[2].Spend != nil {
 		t.Errorf("uncalibrated session priced or not flagged: %+v %v", c, w.Policies[0].Spend)
 	}
 }
