@@ -189,3 +189,40 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	})
 }
+
+// TestReplayBindingModels: thinking kept across a compaction is read on a
+// model without the prefix check, and dropped (as recorded: pi sends
+// drop_block) or stripped (bindery) on one that runs it: the two policies
+// cost the same, and the model reads no kept block either way.
+func TestReplayBindingModels(t *testing.T) {
+	session := func(m string) SessionInput {
+		var b builder
+		b.user("u1", "-")
+		b.assistant("r1", "", asst{model: m, stop: "toolUse", in: 1, cr: 0, cw: 10000, think: []int{400}, ts: "2026-12-01T10:00:00Z"})
+		b.toolResult("t1")
+		b.assistant("r2", "", asst{model: m, stop: "stop", in: 1, cr: 10000, cw: 600, think: []int{400}, ts: "2026-12-01T10:00:10Z"})
+		b.user("u2", "")
+		b.add(watcher.Entry{ID: "k", Type: "compaction", FirstKeptEntryID: "r2"}, "")
+		b.user("u3", "")
+		b.assistant("r3", "", asst{model: m, stop: "stop", in: 1, cr: 0, cw: 3000, ts: "2026-12-01T10:00:20Z"})
+		b.user("u4", "")
+		b.assistant("r4", "", asst{model: m, stop: "stop", in: 1, cr: 3000, cw: 200, ts: "2026-12-01T10:00:30Z"})
+		return SessionInput{Session: "k", Entries: b.entries}
+	}
+	// Opus 4.5 (keep-all, no prefix check): r2 reads b1; r3 and r4 read
+	// b2, kept across the compaction (b1 was before firstKept): 1+0+1+1.
+	w := Replay(session("claude-opus-4-5"), DefaultPrices(), 16)
+	eq(t, "opus 4.5 thinking read", w.Policies[0].ThinkingRead, 3)
+	eq(t, "opus 4.5 bindery", w.Policies[1].ThinkingRead, 3)
+	// Opus 5.5 runs the check: b2's prefix changed with the compaction,
+	// so r3 and r4 read nothing of it under either policy.
+	w = Replay(session("claude-opus-5-5"), DefaultPrices(), 16)
+	rec, bdy := w.Policies[0], w.Policies[1]
+	eq(t, "opus 5.5 thinking read", rec.ThinkingRead, 1)
+	if bdy.ThinkingRead != rec.ThinkingRead || bdy.CacheRead != rec.CacheRead || bdy.CacheWrite != rec.CacheWrite {
+		t.Errorf("bindery %+v differs from as-recorded %+v", bdy, rec)
+	}
+	if !w.Calibration.OK {
+		t.Errorf("calibration %+v", w.Calibration)
+	}
+}
