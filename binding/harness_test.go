@@ -144,7 +144,7 @@ func (s *sim) retain(branch string) {
 	if o := s.owner[branch]; o != nil {
 		own = o.ID
 	}
-	plan := Retain(Retention{PerBranch: MinRemembered, PerConversation: DefaultRetention.PerConversation}, rc, RememberedCompile{ID: next.ID, Seq: next.Seq, Branch: branch, Accepted: next.Accepted, Record: true}, own)
+	plan := Retain(Retention{PerBranch: MinRemembered, PerConversation: DefaultRetention.PerConversation}, slices.Values(rc), RememberedCompile{ID: next.ID, Seq: next.Seq, Branch: branch, Accepted: next.Accepted, Record: true}, own)
 	gone := func(id string) {
 		delete(s.recs, id)
 		for br := range s.byBr {

@@ -1,6 +1,9 @@
 package binding
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // How many compiles a conversation remembers: the one retention policy,
 // which the daemon applies to its mirror (and so to its rows) and the
@@ -70,7 +73,7 @@ type RetentionPlan struct {
 }
 
 // Retain plans what the conversation forgets once next (a compile being
-// added, or one being accepted) is committed. compiles is the
+// added, or one being accepted) is committed. compiles yields the
 // conversation's remembered compiles (next among them or not); owner is
 // the owner of next's branch after the commit, whose record is kept:
 //   - unaccepted compiles beyond the newest PerBranch of their branch or
@@ -87,55 +90,62 @@ type RetentionPlan struct {
 // cuts back to the bound, so a long session does not sort its records on
 // every turn. One pass over compiles; sorting only where a bound is
 // exceeded.
-func Retain(k Retention, compiles []RememberedCompile, next RememberedCompile, owner string) RetentionPlan {
+func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	k = k.Normalized()
-	var brUnacc, unacc, brRec, rec, tombs []RememberedCompile
+	// Only ids and seqs go into the bounded lists: a long conversation holds
+	// thousands of tombstones, and this runs on every compile and accept.
+	type item struct {
+		id  string
+		seq int64
+	}
+	var brUnacc, unacc, brRec, rec, tombs []item
 	visit := func(c RememberedCompile) {
+		it := item{c.ID, c.Seq}
 		switch {
 		case !c.Accepted:
-			unacc = append(unacc, c)
+			unacc = append(unacc, it)
 			if c.Branch == next.Branch {
-				brUnacc = append(brUnacc, c)
+				brUnacc = append(brUnacc, it)
 			}
 		case c.Record:
-			rec = append(rec, c)
+			rec = append(rec, it)
 			if c.Branch == next.Branch && c.ID != owner {
-				brRec = append(brRec, c)
+				brRec = append(brRec, it)
 			}
-			tombs = append(tombs, c)
+			tombs = append(tombs, it)
 		default:
-			tombs = append(tombs, c)
+			tombs = append(tombs, it)
 		}
 	}
-	for _, c := range compiles {
+	for c := range compiles {
 		if c.ID != next.ID {
 			visit(c)
 		}
 	}
 	visit(next)
-	// beyond returns the compiles older than the newest n.
-	beyond := func(cs []RememberedCompile, n int) []RememberedCompile {
-		if len(cs) <= n {
+	// beyond returns the items older than the newest n.
+	beyond := func(items []item, n int) []item {
+		if len(items) <= n {
 			return nil
 		}
-		slices.SortFunc(cs, func(a, b RememberedCompile) int {
+		slices.SortFunc(items, func(a, b item) int {
 			switch {
-			case a.Seq > b.Seq:
+			case a.seq > b.seq:
 				return -1
-			case a.Seq < b.Seq:
+			case a.seq < b.seq:
 				return 1
 			}
 			return 0
 		})
-		return cs[n:]
+		return items[n:]
 	}
 	gone := map[string]bool{}
 	var plan RetentionPlan
-	forget := func(cs []RememberedCompile) {
-		for _, c := range cs {
-			if !gone[c.ID] {
-				gone[c.ID] = true
-				plan.Forget = append(plan.Forget, c.ID)
+	forget := func(items []item) {
+		for _, it := range items {
+			if !gone[it.id] {
+				gone[it.id] = true
+				plan.Forget = append(plan.Forget, it.id)
 			}
 		}
 	}
@@ -143,11 +153,11 @@ func Retain(k Retention, compiles []RememberedCompile, next RememberedCompile, o
 	forget(beyond(unacc, k.PerConversation))
 	forget(beyond(tombs, k.Tombstones))
 	dropped := map[string]bool{}
-	drop := func(cs []RememberedCompile) {
-		for _, c := range cs {
-			if !gone[c.ID] && !dropped[c.ID] {
-				dropped[c.ID] = true
-				plan.DropRecords = append(plan.DropRecords, c.ID)
+	drop := func(items []item) {
+		for _, it := range items {
+			if !gone[it.id] && !dropped[it.id] {
+				dropped[it.id] = true
+				plan.DropRecords = append(plan.DropRecords, it.id)
 			}
 		}
 	}

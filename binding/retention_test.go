@@ -15,7 +15,7 @@ func TestRetain(t *testing.T) {
 		cs = append(cs, RememberedCompile{ID: fmt.Sprint("a", i), Seq: int64(i), Branch: "b", Accepted: true, Record: true})
 	}
 	k := Retention{PerBranch: MinRemembered}
-	plan := Retain(k, cs, cs[len(cs)-1], "a41")
+	plan := Retain(k, slices.Values(cs), cs[len(cs)-1], "a41")
 	var wantForget, wantDrop []string
 	for i := 8; i >= 1; i-- {
 		wantForget = append(wantForget, fmt.Sprint("u", i))
@@ -30,10 +30,10 @@ func TestRetain(t *testing.T) {
 	if !slices.Equal(plan.Forget, wantForget) || !slices.Equal(plan.DropRecords, wantDrop) {
 		t.Fatalf("forget %v drop %v\nwant %v and %v", plan.Forget, plan.DropRecords, wantForget, wantDrop)
 	}
-	if p := Retain(k, cs[:MinRemembered-1], cs[MinRemembered-1], ""); len(p.Forget)+len(p.DropRecords) != 0 {
+	if p := Retain(k, slices.Values(cs[:MinRemembered-1]), cs[MinRemembered-1], ""); len(p.Forget)+len(p.DropRecords) != 0 {
 		t.Fatalf("32 unaccepted must all be kept: %+v", p)
 	}
-	if p := Retain(k, cs[:MinRemembered], cs[MinRemembered], ""); !slices.Equal(p.Forget, []string{"u1"}) {
+	if p := Retain(k, slices.Values(cs[:MinRemembered]), cs[MinRemembered], ""); !slices.Equal(p.Forget, []string{"u1"}) {
 		t.Fatalf("33: %+v", p)
 	}
 }
@@ -50,22 +50,22 @@ func TestRetainBounds(t *testing.T) {
 	// another branch's unaccepted compiles count only toward the
 	// conversation's bound
 	cs := append(mk(40, "other", false, false, 1), mk(10, "b", false, false, 100)...)
-	if p := Retain(Retention{PerBranch: 32, PerConversation: 48}, cs, cs[len(cs)-1], ""); !slices.Equal(sorted(p.Forget), []string{"other1", "other2"}) {
+	if p := Retain(Retention{PerBranch: 32, PerConversation: 48}, slices.Values(cs), cs[len(cs)-1], ""); !slices.Equal(sorted(p.Forget), []string{"other1", "other2"}) {
 		t.Fatalf("per conversation: %+v", p)
 	}
 	// the conversation's accepted records: amortized past an eighth over the bound
 	recs := mk(35, "r", true, true, 1)
 	k := Retention{PerBranch: 32, AcceptedRecords: 32, Tombstones: 1000}
-	if p := Retain(k, recs, RememberedCompile{ID: "n", Seq: 100, Branch: "n", Accepted: true, Record: true}, "n"); len(p.DropRecords) != 0 {
+	if p := Retain(k, slices.Values(recs), RememberedCompile{ID: "n", Seq: 100, Branch: "n", Accepted: true, Record: true}, "n"); len(p.DropRecords) != 0 {
 		t.Fatalf("within the eighth: %+v", p)
 	}
 	recs = mk(36, "r", true, true, 1)
-	if p := Retain(k, recs, RememberedCompile{ID: "n", Seq: 100, Branch: "n", Accepted: true, Record: true}, "n"); !slices.Equal(sorted(p.DropRecords), []string{"r1", "r2", "r3", "r4", "r5"}) {
+	if p := Retain(k, slices.Values(recs), RememberedCompile{ID: "n", Seq: 100, Branch: "n", Accepted: true, Record: true}, "n"); !slices.Equal(sorted(p.DropRecords), []string{"r1", "r2", "r3", "r4", "r5"}) {
 		t.Fatalf("past the eighth: %+v (want back to 32 of 37)", p)
 	}
 	// tombstones beyond the bound (raised to MinRemembered) are forgotten
 	tombs := mk(40, "t", true, false, 1)
-	if p := Retain(Retention{Tombstones: 1, PerBranch: 1, AcceptedRecords: 1}, tombs, tombs[39], ""); !slices.Equal(sorted(p.Forget), sorted([]string{"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"})) || len(p.DropRecords) != 0 {
+	if p := Retain(Retention{Tombstones: 1, PerBranch: 1, AcceptedRecords: 1}, slices.Values(tombs), tombs[39], ""); !slices.Equal(sorted(p.Forget), sorted([]string{"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"})) || len(p.DropRecords) != 0 {
 		t.Fatalf("tombstones: %+v", p)
 	}
 }

@@ -20,6 +20,7 @@ package binding_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"fmt"
 	"math/rand/v2"
@@ -703,7 +704,7 @@ func (s *simConv) retain(b *branch) {
 	}
 	last := b.remembered[len(b.remembered)-1]
 	next := binding.RememberedCompile{ID: last.ID, Seq: last.Seq, Branch: b.name, Accepted: last.Accepted, Record: true}
-	plan := binding.Retain(simRetention, rc, next, own)
+	plan := binding.Retain(simRetention, slices.Values(rc), next, own)
 	forget := map[string]bool{}
 	for _, id := range append(plan.DropRecords, plan.Forget...) {
 		forget[id] = true // the simulator keeps no tombstones: a forgotten accept is counted as such

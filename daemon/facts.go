@@ -34,15 +34,23 @@ type compileFacts struct {
 // gather reads a compile's facts.
 func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req *binding.Request) (*compileFacts, error) {
 	f := &compileFacts{}
-	session, err := b.db.Session(ctx, c.id)
-	switch {
-	case errors.Is(err, db.ErrNotFound):
-		session = db.Session{}
-	case err != nil:
-		return nil, fmt.Errorf("pi session of conversation %q: %w", c.id, err)
+	// The conversation's pi session row, read only where a fact needs it
+	// (a leaf not ingested yet, a conversation compiled for the first time).
+	var session *db.Session
+	sessionRow := func() (db.Session, error) {
+		if session == nil {
+			s, err := b.db.Session(ctx, c.id)
+			switch {
+			case errors.Is(err, db.ErrNotFound):
+			case err != nil:
+				return db.Session{}, fmt.Errorf("pi session of conversation %q: %w", c.id, err)
+			}
+			session = &s
+		}
+		return *session, nil
 	}
-	isPi := session.ID != ""
-	if f.path, err = b.branchPath(ctx, c.id, call.Branch, isPi); err != nil {
+	var err error
+	if f.path, err = b.branchPath(ctx, c.id, call.Branch, sessionRow); err != nil {
 		return nil, err
 	}
 	if !f.path.pi {
@@ -58,7 +66,11 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	case c.stored && c.row.ParentConversation != "":
 		f.parent = &api.BranchRef{Conversation: c.row.ParentConversation, Branch: c.row.ParentBranch}
 	case !c.stored:
-		if f.parent, err = b.parentOf(ctx, call, session); err != nil {
+		s, err := sessionRow()
+		if err != nil {
+			return nil, err
+		}
+		if f.parent, err = b.parentOf(ctx, call, s); err != nil {
 			return nil, err
 		}
 	}
@@ -107,10 +119,10 @@ func (b *Binder) stamps(ctx context.Context, keys []binding.Digest) (map[binding
 }
 
 // branchPath is what the compile's branch is on pi's tree: its path when
-// the leaf is ingested. isPi: bindery has ingested the conversation's
-// session, so a leaf not ingested yet (pi writes the reply after the
-// request) is still a leaf of pi's tree.
-func (b *Binder) branchPath(ctx context.Context, conversation, branch string, isPi bool) (*pathInfo, error) {
+// the leaf is ingested. A leaf not ingested yet (pi writes the reply after
+// the request) is still a leaf of pi's tree when bindery has ingested the
+// conversation's session (its row, from session).
+func (b *Binder) branchPath(ctx context.Context, conversation, branch string, session func() (db.Session, error)) (*pathInfo, error) {
 	pi := &pathInfo{memo: map[string]pathMemo{}}
 	if branch == "" {
 		return pi, nil
@@ -128,7 +140,11 @@ func (b *Binder) branchPath(ctx context.Context, conversation, branch string, is
 		}
 		return pi, nil
 	}
-	pi.pi = isPi
+	s, err := session()
+	if err != nil {
+		return nil, err
+	}
+	pi.pi = s.ID != ""
 	return pi, nil
 }
 
@@ -222,9 +238,9 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 	if len(need) == 0 {
 		return tree, nil
 	}
-	entries, err := b.db.BlockEntries(ctx, c.id, need)
+	entries, err := b.blockEntries(ctx, pi, c.id, need)
 	if err != nil {
-		return nil, fmt.Errorf("entries of released blocks in session %q: %w", c.id, err)
+		return nil, err
 	}
 	tree.Entries = entries
 	tree.Paths = make(map[string][]binding.PathEntry, len(leaves))
@@ -238,6 +254,36 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 		}
 	}
 	return tree, nil
+}
+
+// blockEntries is db.BlockEntries through the compile's memo: a block's
+// entry is read once per compile, whichever fact asks first.
+func (b *Binder) blockEntries(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) (map[binding.Digest]string, error) {
+	if pi.entries == nil {
+		pi.entries = map[binding.Digest]string{}
+	}
+	var need []binding.Digest
+	for _, k := range keys {
+		if _, ok := pi.entries[k]; !ok {
+			need = append(need, k)
+		}
+	}
+	if len(need) > 0 {
+		got, err := b.db.BlockEntries(ctx, conversation, need)
+		if err != nil {
+			return nil, fmt.Errorf("entries of blocks in session %q: %w", conversation, err)
+		}
+		for _, k := range need {
+			pi.entries[k] = got[k] // "": not in the file
+		}
+	}
+	out := make(map[binding.Digest]string, len(keys))
+	for _, k := range keys {
+		if e := pi.entries[k]; e != "" {
+			out[k] = e
+		}
+	}
+	return out, nil
 }
 
 // branchReleases is rows as binding reads them.
@@ -287,6 +333,9 @@ type pathInfo struct {
 	// branch (made at leaves after it)
 	proven bool
 	memo   map[string]pathMemo // other leaves' paths, looked up once per call
+	// entries: the session entry of each block looked up in this call
+	// ("": not in the file), read once whichever fact asks
+	entries map[binding.Digest]string
 	// forkedFrom: for a conversation without a session tree, the branches
 	// (of the same conversation) this one was forked from, nearest first.
 	// Their compiles are this branch's history before the fork.
@@ -313,9 +362,9 @@ func toBindingPath(p []db.PathEntry) []binding.PathEntry {
 // session file already shows.
 func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation string, keys []binding.Digest) error {
 	for i := len(keys) - 1; i >= 0; i-- {
-		entries, err := b.db.BlockEntries(ctx, conversation, keys[i:i+1])
+		entries, err := b.blockEntries(ctx, pi, conversation, keys[i:i+1])
 		if err != nil {
-			return fmt.Errorf("entry of a block in session %q: %w", conversation, err)
+			return err
 		}
 		entry, ok := entries[keys[i]]
 		if !ok {

@@ -104,11 +104,14 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 // added, or one being accepted) is committed: binding.Retain over the
 // mirror, owner being the owner of next's branch after the commit.
 func (b *Binder) retention(c *conv, nextID string, next compileEntry, owner string) binding.RetentionPlan {
-	cs := make([]binding.RememberedCompile, 0, len(c.compiles))
-	for id, e := range c.compiles {
-		cs = append(cs, e.remembered(id))
+	all := func(yield func(binding.RememberedCompile) bool) {
+		for id, e := range c.compiles {
+			if !yield(e.remembered(id)) {
+				return
+			}
+		}
 	}
-	return binding.Retain(b.keep, cs, next.remembered(nextID), owner)
+	return binding.Retain(b.keep, all, next.remembered(nextID), owner)
 }
 
 func (e *compileEntry) remembered(id string) binding.RememberedCompile {
