@@ -75,6 +75,30 @@
 // --json` (one event object a line, the wire form; --since SEQ resumes),
 // as integrations/nvim and integrations/vscode do.
 //
+// GET /v1/report: the answer is a Report (report.go), typed in this
+// package: the report's wire contract, which the CLI renders without the
+// daemon's packages. Report.Version is ReportFormat (4): the break rule is
+// "reads less than the previous request left, up to what its prompt can
+// reuse", with causes compaction, strip, host, model, idle, unknown
+// (Causes; Avoidable says which count as avoidable spend); Break adds
+// left, reusable and gap. Figures adds total (the one spend figure:
+// requests, errored and aborted replies, cache warms, other usage; each
+// archive session line's spend is its session's total), totalUnpriced,
+// days (spend per UTC day by kind) and breaks.avoidable; a session report
+// adds marks (compactions, branch summaries, model and thinking changes
+// between requests); a session line adds avoidable.
+//
+// GET /v1/whatif[?session=ID][&keep=N]: the user's sessions (or one)
+// replayed under the policies as-recorded, bindery, strip-all and
+// keep-last-N (keep 1..MaxKeepLast, default DefaultKeepLast; another value
+// is 400 bad_request, an unknown session 404 not_found). The answer is a
+// WhatIf (whatif.go): per session its calibration (the as-recorded
+// replay's cache read and write against pi's, OK within
+// CalibrationTolerance; an uncalibrated session has no spend) and one
+// PolicyResult per policy (tokens, thinking blocks read, breaks, spend,
+// the difference against as-recorded); Archive sums the calibrated
+// sessions.
+//
 // Errors: the codes, each with its status, are listed in errors.go;
 // storage_full (507) and storage_failed (503) name the state folder.
 //

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -11,15 +10,25 @@ import (
 // the query reach the source.
 type fakeReports struct{}
 
-func (fakeReports) Report(_ context.Context, session string) (json.RawMessage, error) {
+func (fakeReports) Report(_ context.Context, session string) (Report, error) {
 	switch session {
 	case "":
-		return json.RawMessage(`{"scope":"archive"}`), nil
+		return Report{Scope: "archive"}, nil
 	case "gone":
-		return nil, Errorf(CodeNotFound, "no session %q", session)
+		return Report{}, Errorf(CodeNotFound, "no session %q", session)
 	}
-	b, _ := json.Marshal(map[string]string{"scope": "session", "session": session})
-	return b, nil
+	return Report{Scope: "session", Session: session}, nil
+}
+
+func (fakeReports) WhatIf(_ context.Context, q WhatIfQuery) (WhatIf, error) {
+	if q.Session == "gone" {
+		return WhatIf{}, Errorf(CodeNotFound, "no session %q", q.Session)
+	}
+	scope := "archive"
+	if q.Session != "" {
+		scope = "session"
+	}
+	return WhatIf{Scope: scope, Keep: q.Keep, Sessions: []WhatIfSession{{Session: q.Session}}}, nil
 }
 
 func TestReportEndpoint(t *testing.T) {
@@ -27,7 +36,7 @@ func TestReportEndpoint(t *testing.T) {
 	// Not registered without a source.
 	c0 := NewClient(serveUnix(t, s, selfPeer))
 	defer c0.Close()
-	if err := c0.Report(t.Context(), "", nil); err == nil {
+	if _, err := c0.Report(t.Context(), ""); err == nil {
 		t.Fatal("report served without a source")
 	} else if e, ok := errors.AsType[*Error](err); !ok || e.Code != CodeNotFound {
 		t.Fatalf("no source: %v", err)
@@ -37,15 +46,13 @@ func TestReportEndpoint(t *testing.T) {
 	s2.Reports = fakeReports{}
 	c := NewClient(serveUnix(t, s2, selfPeer))
 	defer c.Close()
-	var got map[string]string
-	if err := c.Report(t.Context(), "", &got); err != nil || got["scope"] != "archive" {
+	if got, err := c.Report(t.Context(), ""); err != nil || got.Scope != "archive" {
 		t.Fatalf("archive: %v %v", got, err)
 	}
-	got = nil
-	if err := c.Report(t.Context(), "a b&c", &got); err != nil || got["session"] != "a b&c" {
+	if got, err := c.Report(t.Context(), "a b&c"); err != nil || got.Session != "a b&c" {
 		t.Fatalf("session: %v %v", got, err)
 	}
-	err := c.Report(t.Context(), "gone", nil)
+	_, err := c.Report(t.Context(), "gone")
 	if e, ok := errors.AsType[*Error](err); !ok || e.Code != CodeNotFound || e.Status != 404 {
 		t.Fatalf("unknown session: %v", err)
 	}
@@ -53,8 +60,38 @@ func TestReportEndpoint(t *testing.T) {
 	for i := range long {
 		long[i] = 'x'
 	}
-	err = c.Report(t.Context(), string(long), nil)
+	_, err = c.Report(t.Context(), string(long))
 	if e, ok := errors.AsType[*Error](err); !ok || e.Code != CodeBadRequest {
 		t.Fatalf("long id: %v", err)
+	}
+}
+
+// TestWhatIfEndpoint: GET /v1/whatif reaches the source with the session
+// and keep=N, keep defaults to 16, and a bad keep is refused before the
+// source is asked.
+func TestWhatIfEndpoint(t *testing.T) {
+	s, _ := testServer()
+	s.Reports = fakeReports{}
+	c := NewClient(serveUnix(t, s, selfPeer))
+	defer c.Close()
+	got, err := c.WhatIf(t.Context(), WhatIfQuery{})
+	if err != nil || got.Scope != "archive" || got.Keep != DefaultKeepLast {
+		t.Fatalf("archive: %+v %v", got, err)
+	}
+	got, err = c.WhatIf(t.Context(), WhatIfQuery{Session: "a b&c", Keep: 3})
+	if err != nil || got.Scope != "session" || got.Keep != 3 || got.Sessions[0].Session != "a b&c" {
+		t.Fatalf("session: %+v %v", got, err)
+	}
+	if _, err := c.WhatIf(t.Context(), WhatIfQuery{Session: "gone"}); !IsCode(err, CodeNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+	for _, keep := range []int{-1, MaxKeepLast + 1} {
+		if _, err := c.WhatIf(t.Context(), WhatIfQuery{Keep: keep}); !IsCode(err, CodeBadRequest) {
+			t.Errorf("keep=%d: %v", keep, err)
+		}
+	}
+	var raw map[string]any
+	if err := c.Do(t.Context(), "GET", "/v1/whatif?keep=x", nil, &raw); !IsCode(err, CodeBadRequest) {
+		t.Errorf("keep=x: %v", err)
 	}
 }

@@ -40,7 +40,8 @@ type Server struct {
 	// serves the websocket feed. Each route is registered only when set.
 	Binder Binder
 	Events *EventFeed
-	// Reports serves GET /v1/report (registered only when set).
+	// Reports serves GET /v1/report and GET /v1/whatif (registered only
+	// when set).
 	Reports ReportSource
 	// UID is the only peer uid served (normally the daemon's own).
 	UID int
@@ -73,6 +74,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	}
 	if s.Reports != nil {
 		mux.HandleFunc("GET /v1/report", s.handleReport)
+		mux.HandleFunc("GET /v1/whatif", s.handleWhatIf)
 	}
 }
 

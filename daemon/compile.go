@@ -114,7 +114,11 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		owner = br.Owner
 	}
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}, owner)
-	err := b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
+	// Deferred: the accept that follows syncs the record with its own
+	// commit, one fsync a turn. A power loss in between loses the record:
+	// the accept then answers 404, and the reply is stripped (no stamp),
+	// never refused.
+	err := b.j.WriteDeferred(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		newConv, newBranch, stampRows = nil, nil, nil
 		lastRel := int64(-1)
 		lastRelease := func() (int64, error) {

@@ -43,6 +43,7 @@ type Emit func(typ, conversation string, fields any) error
 
 type journalWrite struct {
 	ctx  context.Context
+	dur  db.Durability
 	fn   func(ctx context.Context, tx *db.Tx, emit Emit) error
 	err  error
 	done chan struct{}
@@ -56,9 +57,23 @@ const maxGroup = 64
 // Write runs fn in a write transaction; the events fn emits are committed
 // with it and published after the commit. fn may run in a transaction
 // shared with other calls; it must only use tx and its own variables, and
-// may run again never (it runs exactly once).
+// may run again never (it runs exactly once). Its commit is on disk
+// before Write returns.
 func (j *Journal) Write(ctx context.Context, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
-	w := &journalWrite{ctx: ctx, fn: fn, done: make(chan struct{})}
+	return j.write(ctx, db.Synced, fn)
+}
+
+// WriteDeferred is Write without the fsync (db.Deferred): the commit reaches
+// the disk with the next Write's, which is how a turn's compile record and
+// its accept cost one fsync between them. A crash of the daemon loses
+// nothing of it; a power loss before the next Write can (README, "What a
+// power loss can cost").
+func (j *Journal) WriteDeferred(ctx context.Context, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
+	return j.write(ctx, db.Deferred, fn)
+}
+
+func (j *Journal) write(ctx context.Context, dur db.Durability, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
+	w := &journalWrite{ctx: ctx, dur: dur, fn: fn, done: make(chan struct{})}
 	j.qmu.Lock()
 	j.queue = append(j.queue, w)
 	lead := !j.draining
@@ -107,7 +122,14 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 			break
 		}
 	}
-	err := j.DB.Write(ctx, func(ctx context.Context, tx *db.Tx) error {
+	// A group is synced when any of its writes asks for it.
+	dur := db.Deferred
+	for _, w := range group {
+		if w.dur == db.Synced {
+			dur = db.Synced
+		}
+	}
+	err := j.DB.WriteAs(ctx, dur, func(ctx context.Context, tx *db.Tx) error {
 		evs = evs[:0]
 		for _, w := range group {
 			w.err = nil

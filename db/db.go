@@ -42,6 +42,10 @@ type DB struct {
 	stmts   writerStmts
 	hot     hotStmts // stmts.go
 	cycles  cycleLog // walk.go
+	// writerSync is the writer connection's synchronous setting as last
+	// set ("FULL" or "NORMAL"); only the holder of the writer sets it.
+	writerSync string
+	noSync     bool
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -100,7 +104,10 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	d := &DB{path: path, writer: w}
+	d := &DB{path: path, writer: w, writerSync: "FULL", noSync: opt.NoSync}
+	if opt.NoSync {
+		d.writerSync = "NORMAL"
+	}
 	if err := migrate(ctx, w, bindery.Schema, steps); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -168,7 +175,31 @@ type Tx struct{ tx *sql.Tx }
 // (fn receives a context without ctx's cancellation), so a shutdown never
 // leaves a batch half-applied; ctx still bounds the wait for the writer.
 func (d *DB) Write(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	return d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, &Tx{tx}) })
+	return d.WriteAs(ctx, Synced, fn)
+}
+
+// Durability says when a write's commit reaches the disk.
+type Durability int
+
+const (
+	// Synced: the commit is fsynced before the write returns
+	// (synchronous=FULL).
+	Synced Durability = iota
+	// Deferred: the commit is not fsynced. It reaches the disk with the
+	// next Synced commit (the WAL is one file, synced whole and in order)
+	// or at a checkpoint. A crash of the process loses none of it (the
+	// kernel holds it); a power loss or a crash of the machine before the
+	// next Synced commit can.
+	Deferred
+)
+
+// WriteAs is Write with the commit's durability chosen.
+func (d *DB) WriteAs(ctx context.Context, dur Durability, fn func(ctx context.Context, tx *Tx) error) error {
+	return d.writeAs(ctx, dur, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, &Tx{tx}) })
+}
+
+func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return d.writeAs(ctx, Synced, fn)
 }
 
 // Savepoint runs fn inside a savepoint of t: what fn wrote is undone when
@@ -189,12 +220,25 @@ func (t *Tx) Savepoint(ctx context.Context, fn func() error) (fnErr, err error) 
 	return fnErr, nil
 }
 
-func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
+func (d *DB) writeAs(ctx context.Context, dur Durability, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
 	conn, err := d.writer.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("writer: %w", err)
 	}
 	defer conn.Close()
+	// synchronous is the connection's, set between transactions. A writer
+	// connection the pool reopened starts at FULL again: at worst one more
+	// fsync than asked, never one fewer.
+	want := "FULL"
+	if dur == Deferred || d.noSync {
+		want = "NORMAL"
+	}
+	if want != d.writerSync {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous="+want); err != nil {
+			return fmt.Errorf("writer: synchronous=%s: %w", want, err)
+		}
+		d.writerSync = want
+	}
 	txctx := context.WithValue(context.WithoutCancel(ctx), hotStmtsKey{}, d.hot)
 	tx, err := conn.BeginTx(txctx, nil)
 	if err != nil {

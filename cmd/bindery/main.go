@@ -38,6 +38,7 @@ Usage:
   bindery release --conversation ID (--compile ID --path messages.N.content.M | --signature SIG)
   bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
   bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
+  bindery whatif [--session ID] [--keep N] [--json] [--chart FILE]   sessions replayed under policies
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = tailCmd(rest, stdout, stderr)
 	case "report":
 		err = reportCmd(rest, stdout, stderr)
+	case "whatif":
+		err = whatifCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "bindery", buildVersion())
 	case "help", "-h", "--help":

@@ -136,6 +136,50 @@ func checkPiFiles(t *testing.T, dir string) {
 		})
 	}
 
+	// One set of figures: the archive's total, the sum of its session
+	// lines and each session's own report agree to the cent (errored and
+	// aborted replies, cache warms and other usage are in all three).
+	arch := reportJSON(t, e)
+	var lines float64
+	for _, l := range arch.Sessions {
+		lines += l.Spend
+		if own := before[l.Session].Figures.Total; own != l.Spend {
+			t.Errorf("%s: its report's total %.4f, the archive's line %.4f", filepath.Base(paths[l.Session]), own, l.Spend)
+		}
+	}
+	if math.Abs(lines-arch.Figures.Total) >= 0.005 {
+		t.Errorf("archive total %.4f, its lines add up to %.4f", arch.Figures.Total, lines)
+	}
+	t.Logf("archive: total $%.2f = requests $%.2f + errored/aborted $%.2f + cache warm $%.2f + other $%.2f; lines add up to $%.2f",
+		arch.Figures.Total, arch.Figures.Spend.Total, arch.Figures.Apart.Spend.Total, arch.Figures.Warm.Spend.Total, arch.Figures.OtherUsage.Spend.Total, lines)
+
+	// The what-if replay of every file, through the daemon: the
+	// as-recorded replay reproduces the cache tokens pi recorded (summed
+	// here with encoding/json) within 5%, and reports its errors; a file
+	// whose usage no prompt cache produces is flagged and not priced.
+	wi := whatifJSON(t, e)
+	for _, s := range wi.Sessions {
+		w, c := want[s.Session], s.Calibration
+		name := filepath.Base(paths[s.Session])
+		t.Logf("%s: whatif calibration: cache read recorded %d, replayed %d (error %.3f%%); cache write recorded %d, replayed %d (error %.3f%%)",
+			name, c.RecordedRead, c.ReplayedRead, 100*c.ReadError, c.RecordedWrite, c.ReplayedWrite, 100*c.WriteError)
+		if c.RecordedRead != w.CacheRead || c.RecordedWrite != w.CacheWrite {
+			t.Errorf("%s: whatif recorded read %d write %d; the file says %d, %d", name, c.RecordedRead, c.RecordedWrite, w.CacheRead, w.CacheWrite)
+		}
+		if syntheticUsage[name] {
+			if c.OK || s.Policies[0].Spend != nil {
+				t.Errorf("%s: usage no cache produces, yet calibrated or priced: %+v", name, c)
+			}
+			continue
+		}
+		if !c.OK {
+			t.Errorf("%s: %s", name, c.Reason)
+		}
+	}
+	if len(wi.Sessions) != len(want) {
+		t.Errorf("whatif replayed %d sessions, want %d", len(wi.Sessions), len(want))
+	}
+
 	// pi migrates a v1/v2 file in place when it opens it: bindery must
 	// notice the rewrite and end with the same figures.
 	for id, w := range want {
@@ -169,6 +213,13 @@ func checkPiFiles(t *testing.T, dir string) {
 		})
 	}
 }
+
+// syntheticUsage names the testdata files whose usage pi's own
+// SessionManager was handed made up (v3-pi16-session-manager.jsonl reads
+// 2000 after a request that left 1300, then 3000 after an errored one that
+// left 300): no prompt cache produces it, so the replay must say it is
+// not calibrated.
+var syntheticUsage = map[string]bool{"v3-pi16-session-manager.jsonl": true}
 
 // piFigures is what a pi session file holds, computed with encoding/json.
 type piFigures struct {

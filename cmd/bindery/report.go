@@ -1,28 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/my-pi/bindery/daemon/report"
 )
 
-// reportCmd is `bindery report [--session ID] [--json] [--chart FILE.svg|.html]`:
+// reportCmd is `bindery report [--session ID] [--json] [--chart FILE.svg|.html] [--chart-x request|time]`:
 // the cache and thinking economics (design/economics.md) from GET
-// /v1/report, as a table, as JSON, and as a chart of one session.
+// /v1/report, as a table, as JSON, and as a chart: the archive's spend
+// per day, or one session's cache per request.
 func reportCmd(args []string, stdout, stderr io.Writer) error {
-	cmd := newCommand("report", "[--session ID] [--json] [--chart FILE.svg|FILE.html]", stdout, stderr)
+	cmd := newCommand("report", "[--session ID] [--json] [--chart FILE.svg|FILE.html] [--chart-x request|time]", stdout, stderr)
 	f := cmd.client()
 	fs := cmd.fs
-	var session, chart string
+	var session, chart, chartX string
 	fs.StringVar(&session, "session", "", "report one pi session (its id, or a unique prefix of it) instead of the whole archive")
-	fs.StringVar(&chart, "chart", "", "also write a chart of cache read/write per request to FILE.svg or FILE.html\n(the --session given, else the live session with the latest last activity;\na tie goes to the session whose file bindery ingested last)")
+	fs.StringVar(&chart, "chart", "", "also write a chart to FILE.svg or FILE.html: the archive's spend per day by kind\n(avoidable spend marked), or with --session that session's cache read and\nwrite per request (compactions, strips and breaks by cause marked)")
+	fs.StringVar(&chartX, "chart-x", "request", "the session chart's x axis: request (its number on the branch) or time\n(idle gaps show as gaps)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -30,6 +28,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	ext := strings.ToLower(filepath.Ext(chart))
 	if chart != "" && ext != ".svg" && ext != ".html" && ext != ".htm" {
 		return cmd.fail("--chart %s: the file must end in .svg or .html", chart)
+	}
+	if chartX != "request" && chartX != "time" {
+		return cmd.fail("--chart-x %s: want request or time", chartX)
 	}
 	c := f.client()
 	defer c.Close()
@@ -42,49 +43,42 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	var raw json.RawMessage
-	if err := c.Report(ctx, session, &raw); err != nil {
+	rep, err := c.Report(ctx, session)
+	if err != nil {
 		return err
 	}
-	var rep report.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return fmt.Errorf("report: decode answer: %w", err)
-	}
 	if asJSON {
-		var out bytes.Buffer
-		if err := json.Indent(&out, raw, "", "  "); err != nil {
+		out, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
-		out.WriteByte('\n')
-		if _, err := stdout.Write(out.Bytes()); err != nil {
+		if _, err := stdout.Write(append(out, '\n')); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprint(stdout, report.Text(rep))
+		fmt.Fprint(stdout, reportText(rep))
 	}
 	if chart == "" {
 		return nil
 	}
-	if rep.Scope != "session" {
-		id := rep.Latest
-		if id == "" {
-			return errors.New("report: --chart: no live session to chart (name a removed one with --session)")
-		}
-		var one report.Report
-		if err := c.Report(ctx, id, &one); err != nil {
-			return err
-		}
-		rep = one
-	}
-	var data []byte
-	if ext == ".svg" {
-		data = report.SVG(rep)
+	var svg []byte
+	var what, title string
+	if rep.Scope == "session" {
+		svg = sessionSVG(rep, chartX == "time")
+		what = fmt.Sprintf("session %s (%s)", rep.Session, plural(len(rep.Requests), "request", "requests"))
+		title = "bindery report: session " + rep.Session
 	} else {
-		data = report.HTML(rep)
+		svg = archiveSVG(rep)
+		what = fmt.Sprintf("the archive (%s, %s)", plural(rep.Figures.Sessions, "session", "sessions"), plural(len(rep.Figures.Days), "day", "days"))
+		title = "bindery report: archive"
+	}
+	data := svg
+	if ext != ".svg" {
+		data = htmlPage(title, svg, reportText(rep))
 	}
 	if err := os.WriteFile(chart, data, 0o644); err != nil {
 		return fmt.Errorf("report: write chart: %w", err)
 	}
-	fmt.Fprintf(stderr, "chart of session %s (%s) written to %s\n", rep.Session, plural(len(rep.Requests), "request", "requests"), chart)
+	fmt.Fprintf(stderr, "chart of %s written to %s\n", what, chart)
 	return nil
 }

@@ -7,13 +7,14 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/my-pi/bindery/daemon/report"
+	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
@@ -138,6 +139,51 @@ func TestReportEndToEnd(t *testing.T) {
 		t.Errorf("spend: %+v", f.Spend)
 	}
 
+	// One set of figures: the archive's total is the sum of its session
+	// lines, and each session's own report shows its line's spend.
+	var sum float64
+	for _, l := range rep.Sessions {
+		sum += l.Spend
+		own := reportJSON(t, e, "--session", l.Session)
+		if own.Figures.Total != l.Spend || own.Figures.Breaks.Avoidable != l.Avoidable {
+			t.Errorf("session %s: its report says %v (avoidable %v), the archive's line %v (%v)", l.Session, own.Figures.Total, own.Figures.Breaks.Avoidable, l.Spend, l.Avoidable)
+		}
+	}
+	if len(rep.Sessions) != 4 || math.Abs(sum-f.Total) >= 0.005 || f.Total != f.Spend.Total+f.Apart.Spend.Total+f.Warm.Spend.Total+f.OtherUsage.Spend.Total {
+		t.Errorf("archive total %v, its %d session lines add up to %v", f.Total, len(rep.Sessions), sum)
+	}
+	if !strings.Contains(out, "spend     "+fmt.Sprintf("$%.2f", f.Total)+" total") {
+		t.Errorf("the report text does not lead with the total %.2f:\n%s", f.Total, out)
+	}
+
+	// whatif over the daemon: the generated sessions' usage is random
+	// (each request's cacheRead drawn apart from the one before), which
+	// no prompt cache produces: the replay cannot reproduce it, so every
+	// one is shown uncalibrated and nothing is priced.
+	w := whatifJSON(t, e)
+	if len(w.Sessions) != 4 || w.Calibrated != 0 || w.Uncalibrated != 4 || len(w.Archive) != 4 || w.Archive[0].Spend != nil || w.Keep != api.DefaultKeepLast {
+		t.Fatalf("whatif: %d sessions, %d calibrated, archive %+v", len(w.Sessions), w.Calibrated, w.Archive)
+	}
+	for _, s := range w.Sessions {
+		if s.Calibration.OK || s.Calibration.Reason == "" || s.Policies[0].Spend != nil || s.Calibration.RecordedRead == 0 {
+			t.Errorf("session %s: calibration %+v, spend %v", s.Session, s.Calibration, s.Policies[0].Spend)
+		}
+	}
+	one3 := whatifJSON(t, e, "--session", sessions[1].ID[:13], "--keep", "2")
+	if one3.Scope != "session" || len(one3.Sessions) != 1 || one3.Sessions[0].Session != sessions[1].ID || one3.Policies[3] != "keep-last-2" {
+		t.Errorf("whatif --session: %+v", one3)
+	}
+	wsvg := filepath.Join(e.root, "w.svg")
+	if out, serr, code := e.run("whatif", "--chart", wsvg); code != 0 || !strings.Contains(out, "keep-last-16") || !strings.Contains(out, "not calibrated") {
+		t.Errorf("whatif: exit %d\n%s%s", code, out, serr)
+	}
+	if data, err := os.ReadFile(wsvg); err != nil || !bytes.Contains(data, []byte(`id="`+BarsSpend+`"`)) {
+		t.Errorf("whatif chart: %v %.200s", err, data)
+	}
+	if _, _, code := e.run("whatif", "--keep", "0"); code != 2 {
+		t.Errorf("whatif --keep 0: exit %d, want 2", code)
+	}
+
 	// One session, with a chart in each format.
 	id := sessions[2].ID
 	svg := filepath.Join(e.root, "c.svg")
@@ -151,14 +197,14 @@ func TestReportEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := svgPoints(t, data)
-	if n := len(one.Requests); n == 0 || pts[report.SeriesCacheRead] != n || pts[report.SeriesCacheWrite] != n {
+	if n := len(one.Requests); n == 0 || pts[SeriesCacheRead] != n || pts[SeriesCacheWrite] != n {
 		t.Errorf("chart points %v, want %d per series", pts, n)
 	}
 	html := filepath.Join(e.root, "c.html")
-	if _, serr, code = e.run("report", "--chart", html); code != 0 {
+	if _, serr, code = e.run("report", "--chart", html); code != 0 || !strings.Contains(serr, "chart of the archive") {
 		t.Fatalf("html chart: exit %d %s", code, serr)
 	}
-	if b, _ := os.ReadFile(html); !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) || !bytes.Contains(b, []byte("<svg")) {
+	if b, _ := os.ReadFile(html); !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte(`id="`+SeriesDays+`"`)) {
 		t.Errorf("html chart: %.200s", b)
 	}
 
@@ -179,22 +225,24 @@ func TestReportEndToEnd(t *testing.T) {
 	}
 }
 
-func reportJSON(t *testing.T, e *e2e, args ...string) report.Report {
+func reportJSON(t *testing.T, e *e2e, args ...string) api.Report {
 	t.Helper()
 	out, serr, code := e.run(append([]string{"report", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("report --json: exit %d %s", code, serr)
 	}
-	var r report.Report
+	var r api.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("report --json: %v", err)
 	}
 	return r
 }
 
-// TestReportChartLatest: `report --chart` without --session draws the live
-// session with the latest last activity; a removed session, however
-// recent, is skipped, and a tie goes to the file ingested last.
+// TestReportChartLatest: the archive report names as Latest the live
+// session with the latest last activity (a removed session, however
+// recent, is skipped, and a tie goes to the file ingested last); `report
+// --chart` without --session draws the archive, with --session Latest
+// that session.
 func TestReportChartLatest(t *testing.T) {
 	e := newE2E(t)
 	e.serve()
@@ -245,11 +293,27 @@ func TestReportChartLatest(t *testing.T) {
 		t.Errorf("latest: %q, want b %s (a %s, removed c %s)", rep.Latest, b.ID, a.ID, c.ID)
 	}
 	svg := filepath.Join(e.root, "latest.svg")
-	_, serr, code := e.run("report", "--chart", svg)
+	if _, serr, code := e.run("report", "--chart", svg); code != 0 || !strings.Contains(serr, "chart of the archive (3 sessions") {
+		t.Errorf("report --chart: exit %d, want the archive's chart: %s", code, serr)
+	}
+	_, serr, code := e.run("report", "--session", rep.Latest, "--chart", svg)
 	if code != 0 || !strings.Contains(serr, "chart of session "+b.ID) {
 		t.Errorf("report --chart: exit %d, want the chart of b %s: %s", code, b.ID, serr)
 	}
 	if _, err := os.Stat(svg); err != nil {
 		t.Error(err)
 	}
+}
+
+func whatifJSON(t *testing.T, e *e2e, args ...string) api.WhatIf {
+	t.Helper()
+	out, serr, code := e.run(append([]string{"whatif", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("whatif --json: exit %d %s", code, serr)
+	}
+	var w api.WhatIf
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		t.Fatalf("whatif --json: %v", err)
+	}
+	return w
 }

@@ -1,5 +1,7 @@
 // Package report computes what thinking and prompt caching cost, per pi
-// session and over the watched archive (design/economics.md). It is pure:
+// session and over the watched archive (design/economics.md), as the
+// api's report types (api/report.go, api/whatif.go); the CLI renders
+// them. It is pure:
 // it reads the entries and compile events it is given, does no I/O and
 // reads no clock. The daemon feeds it; db caches its per-session
 // summaries.
@@ -34,15 +36,27 @@
 //
 // Over the branch's requests that carry input, cacheRead and cacheWrite
 // and a non-empty prompt (prompt = input + cacheRead + cacheWrite), in
-// order, request i is a cache break when its cacheRead is below the
-// previous such request's and its prompt is larger. The tokens rewritten
-// are min(cacheWrite_i, cacheRead_prev + cacheWrite_prev - cacheRead_i):
-// what the previous request left in the cache and this one wrote again.
-// The break's cost is those tokens at the request's cache-write price, its
-// excess that cost minus reading them. The cause is "strip" when bindery's
-// compile for that request reported the change as its own strip, "host"
-// when it saw the host change the prefix, else "idle" when more than
-// IdleGap passed since the previous request, else "unknown".
+// order, request i is a cache break when it reads less than what the
+// previous such request left cached (cacheRead_prev + cacheWrite_prev),
+// up to what its own prompt can reuse: cacheRead_i < min(left, prompt_i).
+// The tokens rewritten are min(cacheWrite_i, min(left, prompt_i) -
+// cacheRead_i): what it wrote again. An ordinary appended turn reads
+// exactly what the turn before left, so it is never a break; a cold write
+// right after a cold write, and a full rewrite of a prompt that shrank
+// slightly, are. The break's cost is those tokens at the request's
+// cache-write price, its excess that cost minus reading them. Its cause,
+// the first that holds: "compaction" (a compaction or branch summary
+// entry between the two), "strip" (bindery's compile reported the change
+// as its own strip), "host" (the compile saw the host change the prefix),
+// "model" (a model or thinking-level change between the two, or another
+// model), "idle" (more than CacheLifetime since the previous request or
+// the pi cache warm after it), else "unknown". Avoidable spend is the
+// excess of strip, host and unknown breaks (api.Avoidable).
+//
+// # What-if replay
+//
+// Replay (whatif.go) replays a session under thinking policies with a
+// prompt-cache model and checks itself against the recording first.
 //
 // # Prices
 //

@@ -5,25 +5,6 @@ import (
 	"strings"
 )
 
-// Regime says what the API does with thinking from closed cycles for a model
-// (research/preserved-thinking.md section 4).
-type Regime string
-
-const (
-	// LastTurnOnly models (Opus 4.1 and earlier, Sonnet 4.5 and earlier,
-	// Sonnet 3.7, every Haiku through 4.5) strip closed-cycle thinking
-	// server-side: it takes no context and is not billed.
-	LastTurnOnly Regime = "last-turn-only"
-	// KeepAll models (Opus 4.5+, Sonnet 4.6+, Fable 5/5.1, Mythos 5/5.1,
-	// Mythos Preview) keep every thinking block and bill it as input.
-	KeepAll Regime = "keep-all"
-	// UnknownRegime is a model the research does not place (Haiku 5.5,
-	// Fable/Mythos 5.2, anything not Claude). The report counts its
-	// closed-cycle thinking as billed, the conservative reading, and shows
-	// how many requests were of unknown regime.
-	UnknownRegime Regime = "unknown"
-)
-
 // ModelKey is a Claude model reduced to family and version, the unit the
 // regime and price tables are keyed by: "sonnet-4.5", "opus-3.0",
 // "mythos-preview". Dated snapshots, provider prefixes (Bedrock's

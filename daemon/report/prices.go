@@ -8,42 +8,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/my-pi/bindery/api"
 )
-
-// Price is a model's list price in USD per million tokens. A nil field is
-// unknown: the report then counts the tokens and says the price is unknown
-// rather than guess.
-type Price struct {
-	Input      *float64 `json:"input,omitempty"`
-	Output     *float64 `json:"output,omitempty"`
-	CacheWrite *float64 `json:"cacheWrite,omitempty"` // 5-minute TTL write, pi's default
-	// CacheWrite1h is the 1-hour TTL write (pi 1.6 reports the 1h part of
-	// cacheWrite as cacheWrite1h). Unset, it is the documented 2x of Input
-	// when Input is known (Write1hPrice), else unknown.
-	CacheWrite1h *float64 `json:"cacheWrite1h,omitempty"`
-	CacheRead    *float64 `json:"cacheRead,omitempty"`
-	Source       string   `json:"source"`
-}
-
-// Write1hPrice is the row's 1-hour cache-write price: its own, else the
-// prompt-caching docs' 2x of base input (what pi's own calculateCost
-// charges), else unknown.
-func (p Price) Write1hPrice() *float64 {
-	if p.CacheWrite1h != nil {
-		return p.CacheWrite1h
-	}
-	if p.Input != nil {
-		return usd(*p.Input * writeMultiplier1h)
-	}
-	return nil
-}
 
 // Cache pricing multipliers over base input, from the prompt-caching docs
 // (research/preserved-thinking.md section 5): a 5-minute write is 1.25x, a
 // 1-hour write 2x, a read 0.1x except where readMultiplier says otherwise.
 const (
 	writeMultiplier5m = 1.25
-	writeMultiplier1h = 2.0
+	writeMultiplier1h = api.Write1hMultiplier
 )
 
 // readMultiplier is the cache-read price over base input (same section):

@@ -2,76 +2,16 @@ package report
 
 import "strings"
 
-// MaxArchiveBreaks is how many breaks an archive report lists (the
-// costliest); the totals cover all of them.
-const MaxArchiveBreaks = 20
-
-// Report is what `bindery report`, GET /v1/report and --json show. Field
-// names are stable; new fields may be added, none renamed or removed
-// without bumping Version.
-type Report struct {
-	Version int    `json:"version"` // FormatVersion
-	Scope   string `json:"scope"`   // "archive" or "session"
-	// Session, Model, First and Last describe the one session (scope
-	// "session").
-	Session string `json:"session,omitempty"`
-	Model   string `json:"model,omitempty"`
-	First   string `json:"first,omitempty"`
-	Last    string `json:"last,omitempty"`
-	// SameID lists, when more than one file carries the session's id (a
-	// copied file), every such file, the one reported first: the live one
-	// with the latest last activity, a tie going to the file ingested last.
-	SameID []SessionFile `json:"sameId,omitempty"`
-
-	Figures Figures `json:"figures"`
-	// Breaks: every break of the session in request order, or the
-	// MaxArchiveBreaks costliest of the archive. BreaksOmitted says how
-	// many more the totals count.
-	Breaks        []Break `json:"breaks"`
-	BreaksOmitted int     `json:"breaksOmitted"`
-	// Requests: the session's per-request rows (scope "session" only).
-	Requests []Request `json:"requests,omitempty"`
-	// Sessions: one line per session (scope "archive" only), by spend.
-	Sessions []SessionLine `json:"sessions,omitempty"`
-	// Latest is the session `bindery report --chart` draws when no
-	// session is named (scope "archive" only): the live (not removed)
-	// session with the latest last activity, a tie going to the file
-	// ingested last. "" when no session is live.
-	Latest string `json:"latest,omitempty"`
-	// Prices is the price table the report used, keyed by ModelKey.
-	Prices map[string]Price `json:"prices"`
-}
-
-// SessionFile is one of the files carrying a session id.
-type SessionFile struct {
-	File         string `json:"file"`
-	Removed      bool   `json:"removed,omitempty"`
-	LastActivity string `json:"lastActivity,omitempty"`
-}
-
-// SessionLine is one session in an archive report.
-type SessionLine struct {
-	Session  string  `json:"session"`
-	Model    string  `json:"model,omitempty"`
-	Last     string  `json:"last,omitempty"`
-	Requests int     `json:"requests"`
-	Cycles   int     `json:"cycles"`
-	Spend    float64 `json:"spend"`
-	Unpriced int     `json:"unpriced"`
-	Breaks   int     `json:"breaks"`
-	HitRatio float64 `json:"hitRatio"`
-}
-
 // SessionReport is the report of one analysed session.
 func SessionReport(s Session, prices *Prices) Report {
 	sum := s.Summary
 	f := sum.Figures
-	f.Finish()
+	Finish(&f)
 	breaks := append([]Break{}, sum.Breaks...)
 	return Report{
 		Version: FormatVersion, Scope: "session",
 		Session: sum.Session, Model: sum.Model, First: sum.First, Last: sum.Last,
-		Figures: f, Breaks: breaks, Requests: s.Requests, Prices: prices.Rows(),
+		Figures: f, Breaks: breaks, Requests: s.Requests, Marks: s.Marks, Prices: prices.Rows(),
 	}
 }
 
@@ -87,7 +27,7 @@ func ArchiveReport(sums []Summary, prices *Prices) Report {
 	lines := make([]SessionLine, 0, len(sums))
 	for i := range sums {
 		s := &sums[i]
-		f.Merge(s.Figures)
+		Merge(&f, s.Figures)
 		for _, b := range s.Breaks {
 			total++
 			breaks = append(breaks, b)
@@ -97,15 +37,15 @@ func ArchiveReport(sums []Summary, prices *Prices) Report {
 			}
 		}
 		sf := s.Figures
+		spend, unpriced := totalSpend(&sf)
 		lines = append(lines, SessionLine{
 			Session: s.Session, Model: s.Model, Last: s.Last,
 			Requests: sf.Requests.Total, Cycles: sf.Cycles.Count,
-			Spend:    sf.Spend.Total + sf.Apart.Spend.Total + sf.Warm.Spend.Total + sf.OtherUsage.Spend.Total,
-			Unpriced: sf.Spend.Unpriced + sf.Apart.Spend.Unpriced + sf.Warm.Spend.Unpriced + sf.OtherUsage.Spend.Unpriced,
-			Breaks:   sf.Breaks.Count, HitRatio: sf.Cache.HitRatio,
+			Spend: spend, Unpriced: unpriced, Avoidable: sf.Breaks.Avoidable,
+			Breaks: sf.Breaks.Count, HitRatio: sf.Cache.HitRatio,
 		})
 	}
-	f.Finish()
+	Finish(&f)
 	sortBreaks(breaks)
 	if len(breaks) > MaxArchiveBreaks {
 		breaks = breaks[:MaxArchiveBreaks]

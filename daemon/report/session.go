@@ -4,13 +4,17 @@ import (
 	"sort"
 	"time"
 
+	"github.com/my-pi/bindery/api"
+
 	"github.com/my-pi/bindery/watcher"
 )
 
-// IdleGap is the pause after which a break with no other known cause is
-// put down to the cache expiring: pi writes with the default 5-minute TTL,
-// measured from the start of the last request that read or wrote the entry.
-// Entry timestamps are pi's write times, so this is a hint, not proof.
+// IdleGap is the default cache lifetime, after which a break with no
+// other known cause is put down to the cache expiring: pi writes with the
+// default 5-minute TTL, measured from the start of the last request that
+// read or wrote the entry (1 hour where the usage shows 1-hour writes:
+// CacheLifetime). Entry timestamps are pi's write times, so this is a
+// hint, not proof.
 const IdleGap = 5 * time.Minute
 
 // CompileEvent is what bindery recorded about one compile of a session's
@@ -65,72 +69,6 @@ type SessionInput struct {
 	Compiles []CompileEvent  // bindery's compiles for the session, any order
 }
 
-// Request is one assistant message on the branch: one API request.
-type Request struct {
-	N          int    `json:"n"` // 1-based position among the branch's requests
-	EntryID    string `json:"entryId"`
-	Line       int    `json:"line"`
-	Timestamp  string `json:"timestamp,omitempty"`
-	Model      string `json:"model,omitempty"`
-	StopReason string `json:"stopReason,omitempty"`
-	// Apart is true for errored and aborted replies.
-	Apart bool `json:"apart,omitempty"`
-	// Usage; UsageKnown is false when input, cacheRead or cacheWrite is missing.
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheRead  int64 `json:"cacheRead"`
-	CacheWrite int64 `json:"cacheWrite"`
-	// CacheWrite1h is the part of CacheWrite written with the 1-hour TTL
-	// and Reasoning the part of Output that was thinking (pi 1.6).
-	CacheWrite1h int64 `json:"cacheWrite1h,omitempty"`
-	Reasoning    int64 `json:"reasoning,omitempty"`
-	UsageKnown   bool  `json:"usageKnown"`
-	Prompt       int64 `json:"prompt"` // input + cacheRead + cacheWrite
-	// Cycle is the 1-based thinking cycle; Turn the turn within it (0 for
-	// errored and aborted replies, which are not turns).
-	Cycle int `json:"cycle"`
-	Turn  int `json:"turn"`
-	// ThinkingBilled estimates the thinking tokens in this prompt that the
-	// model's regime bills; ThinkingFree those it drops for free.
-	ThinkingBilled int64  `json:"thinkingBilled"`
-	ThinkingFree   int64  `json:"thinkingFree"`
-	Regime         Regime `json:"regime"`
-	// Cost in USD and where it came from ("pi", "table", "pi-total");
-	// nil/"" when unknown.
-	Cost       *float64 `json:"cost"`
-	CostSource string   `json:"costSource,omitempty"`
-	// Strips bindery made in this request's compile, and their tokens.
-	Strips         int   `json:"strips"`
-	StrippedTokens int64 `json:"strippedTokens"`
-	Break          bool  `json:"break"`
-	// warmed is the time of the last cache warm (pi 1.6 usage entry of kind
-	// cache_warm) on the branch before this request, "" when none: a warm
-	// read the cache and restarted its lifetime.
-	warmed string
-}
-
-// Break is a request whose cacheRead fell while its prompt grew.
-type Break struct {
-	Session   string `json:"session"`
-	Request   int    `json:"request"` // Request.N
-	EntryID   string `json:"entryId"`
-	Line      int    `json:"line"`
-	Timestamp string `json:"timestamp,omitempty"`
-	Cycle     int    `json:"cycle"`
-	Turn      int    `json:"turn"`
-	Model     string `json:"model,omitempty"`
-	// ReadBefore/ReadAfter are the cacheRead of the previous request and
-	// of this one; Rewritten the tokens written again.
-	ReadBefore int64 `json:"readBefore"`
-	ReadAfter  int64 `json:"readAfter"`
-	Rewritten  int64 `json:"rewritten"`
-	// Cost is Rewritten at the write price; Excess is Cost minus what
-	// reading the same tokens would have cost. nil when unpriced.
-	Cost   *float64 `json:"cost"`
-	Excess *float64 `json:"excess"`
-	Cause  string   `json:"cause"`
-}
-
 // Summary is what the report keeps of a session between runs: mergeable
 // figures and the session's breaks. It is what the per-session cache
 // holds.
@@ -149,6 +87,7 @@ type Summary struct {
 type Session struct {
 	Summary  Summary   `json:"summary"`
 	Requests []Request `json:"requests"`
+	Marks    []Mark    `json:"marks"`
 }
 
 // Branch returns the indices, root first, of the entries on the session's
@@ -283,13 +222,28 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		posOf     = make(map[string]int, len(path))
 		lastModel string
 		lastWarm  string // timestamp of the last cache warm on the branch so far
-		window    int    // first path position the latest compaction kept
+		ctxs      []reqCtx
+		marks     []Mark
+		days      = map[string]Day{}
+		// sinceCompaction and sinceModel say whether a compaction (or
+		// branch summary), or a model or thinking-level change, came
+		// since the last request.
+		sinceCompaction, sinceModel bool
+		window                      int // first path position the latest compaction kept
 	)
 	volumes = append(volumes, Volume{})
 	for pos, idx := range path {
 		e := &in.Entries[idx]
 		if e.ID != "" {
 			posOf[e.ID] = pos
+		}
+		switch e.Type {
+		case "compaction", "branch_summary":
+			sinceCompaction = true
+			marks = append(marks, Mark{Kind: e.Type, Before: len(reqs) + 1, Line: e.Line, Timestamp: e.Timestamp})
+		case "model_change", "thinking_level_change":
+			sinceModel = true
+			marks = append(marks, Mark{Kind: e.Type, Before: len(reqs) + 1, Line: e.Line, Timestamp: e.Timestamp})
 		}
 		switch {
 		case closesCycle(e):
@@ -337,6 +291,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 				line.Write1h += val(u.CacheWrite1h)
 			}
 			addSpend(&line.Spend, e, prices)
+			addDay(days, e, prices, dayOther)
 			if e.UsageKind == "cache_warm" && e.Timestamp != "" {
 				lastWarm = e.Timestamp
 			}
@@ -390,7 +345,8 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			}
 			r := request(e, prices)
 			r.N = len(reqs) + 1
-			r.warmed = lastWarm
+			ctxs = append(ctxs, reqCtx{warmed: lastWarm, compaction: sinceCompaction, model: sinceModel})
+			sinceCompaction, sinceModel = false, false
 			r.Cycle = cycle
 			r.Regime = RegimeOf(e.Model)
 			if e.Model != "" {
@@ -419,6 +375,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 				a.Read += r.CacheRead
 				a.Write += r.CacheWrite
 				addSpend(&a.Spend, e, prices)
+				addDay(days, e, prices, dayErrors)
 				reqs = append(reqs, r)
 				costs = append(costs, costOf(e))
 				continue
@@ -453,6 +410,7 @@ func Analyze(in SessionInput, prices *Prices) Session {
 			f.Cache.Input += r.Input
 			f.Cache.Output += r.Output
 			addSpend(&f.Spend, e, prices)
+			addDay(days, e, prices, dayByKind)
 
 			var made int64
 			v := &volumes[cycle]
@@ -494,10 +452,10 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		c.MaxThinking = max(c.MaxThinking, volumes[i].Tokens)
 		if i == len(lengths)-1 {
 			c.Open++
-			f.Thinking.Open.add(volumes[i])
+			addVolume(&f.Thinking.Open, volumes[i])
 		} else {
 			c.Closed++
-			f.Thinking.Closed.add(volumes[i])
+			addVolume(&f.Thinking.Closed, volumes[i])
 		}
 	}
 	for i := range in.Entries {
@@ -507,10 +465,18 @@ func Analyze(in SessionInput, prices *Prices) Session {
 	}
 	f.Requests.OffBranch -= onBranch
 
-	breaks := findBreaks(in.Session, reqs, costs, compiles, prices)
+	breaks := findBreaks(in.Session, reqs, ctxs, costs, compiles, prices)
 	for _, b := range breaks {
 		reqs[b.Request-1].Break = true
 		bt := &f.Breaks
+		if api.Avoidable(b.Cause) && b.Excess != nil {
+			bt.Avoidable += *b.Excess
+			if k := dayOf(b.Timestamp); k != "" {
+				d := days[k]
+				d.Avoidable += *b.Excess
+				days[k] = d
+			}
+		}
 		bt.Count++
 		bt.Rewritten += b.Rewritten
 		if b.Cost != nil {
@@ -532,7 +498,8 @@ func Analyze(in SessionInput, prices *Prices) Session {
 		bt.ByCause[b.Cause] = ct
 	}
 	f.Bindery.CacheCost = f.Breaks.ByCause[CauseStrip].Excess
-	f.Finish()
+	f.Days = days
+	Finish(&f)
 
 	s := Summary{Version: FormatVersion, Session: in.Session, Model: lastModel, Figures: f, Breaks: breaks}
 	if s.Breaks == nil {
@@ -544,7 +511,15 @@ func Analyze(in SessionInput, prices *Prices) Session {
 	if reqs == nil {
 		reqs = []Request{}
 	}
-	return Session{Summary: s, Requests: reqs}
+	return Session{Summary: s, Requests: reqs, Marks: marks}
+}
+
+// reqCtx is what the break rule needs to know of a request beyond its row:
+// what happened on the branch since the request before it.
+type reqCtx struct {
+	warmed     string // time of the last cache warm before it, "" when none
+	compaction bool   // a compaction or branch summary since the request before
+	model      bool   // a model or thinking-level change since the request before
 }
 
 func costOf(e *watcher.Entry) *watcher.Cost {
@@ -596,7 +571,7 @@ func request(e *watcher.Entry, prices *Prices) Request {
 func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 	u := e.Usage
 	if u == nil {
-		s.unpriced(e.Model)
+		unpriced(s, e.Model)
 		return
 	}
 	if c := u.Cost; c != nil && c.Input != nil && c.Output != nil && c.CacheRead != nil && c.CacheWrite != nil {
@@ -632,7 +607,7 @@ func addSpend(s *Spend, e *watcher.Entry, prices *Prices) {
 		s.FromTable++
 		return
 	}
-	s.unpriced(e.Model)
+	unpriced(s, e.Model)
 }
 
 // tableParts prices a usage from the table: input, output, cache read,
@@ -657,7 +632,7 @@ func tableParts(u *watcher.Usage, model string, prices *Prices) (parts [4]float6
 	return parts, oks[0] && oks[1] && oks[2] && oks[3]
 }
 
-func (s *Spend) unpriced(model string) {
+func unpriced(s *Spend, model string) {
 	s.Unpriced++
 	if model == "" {
 		model = "(no model)"
@@ -676,59 +651,86 @@ func perToken(perMillion *float64, n int64) (float64, bool) {
 	return *perMillion * float64(n) / 1e6, true
 }
 
-// findBreaks applies the cache-break rule over the requests that have
-// usage (see the package doc).
-func findBreaks(session string, reqs []Request, costs []*watcher.Cost, compiles map[string][]*CompileEvent, prices *Prices) []Break {
+// findBreaks applies the cache-break rule (README, "Cache breaks") over
+// the requests that have usage and a non-empty prompt: request i breaks
+// the cache when it reads less than what the previous such request left
+// cached (its cacheRead + cacheWrite), up to what i's prompt can reuse
+// (the whole of it, when the prompt shrank). An ordinary appended turn
+// reads exactly what the turn before left, so it is never a break; a cold
+// write right after another cold write is one.
+func findBreaks(session string, reqs []Request, ctxs []reqCtx, costs []*watcher.Cost, compiles map[string][]*CompileEvent, prices *Prices) []Break {
 	var out []Break
 	prev := -1
+	var compaction, model bool // seen since prev
 	for i := range reqs {
 		r := &reqs[i]
+		compaction = compaction || ctxs[i].compaction
+		model = model || ctxs[i].model
 		if !r.UsageKnown || r.Prompt == 0 {
 			continue
 		}
 		if prev < 0 {
-			prev = i
+			prev, compaction, model = i, false, false
 			continue
 		}
 		p := &reqs[prev]
-		prev = i
-		if !(r.CacheRead < p.CacheRead && r.Prompt > p.Prompt) {
+		sawCompaction, sawModel := compaction, model
+		prev, compaction, model = i, false, false
+		left := p.CacheRead + p.CacheWrite
+		reusable := min(left, r.Prompt)
+		if r.CacheRead >= reusable {
 			continue
 		}
-		rewritten := p.CacheRead + p.CacheWrite - r.CacheRead
-		if r.CacheWrite < rewritten {
-			rewritten = r.CacheWrite
+		rewritten := min(r.CacheWrite, reusable-r.CacheRead)
+		since := p.Timestamp
+		if w := ctxs[i].warmed; w != "" && gap(since, w) > 0 {
+			since = w // the warm kept the cache alive until then
 		}
+		idle := gap(since, r.Timestamp)
 		b := Break{
 			Session: session, Request: r.N, EntryID: r.EntryID, Line: r.Line, Timestamp: r.Timestamp,
 			Cycle: r.Cycle, Turn: r.Turn, Model: r.Model,
-			ReadBefore: p.CacheRead, ReadAfter: r.CacheRead, Rewritten: rewritten,
-			Cause: CauseUnknown,
+			ReadBefore: p.CacheRead, ReadAfter: r.CacheRead, Left: left, Reusable: reusable, Rewritten: rewritten,
+			Gap: idle.Seconds(), Cause: CauseUnknown,
 		}
 		if w, rd, ok := cachePrices(r, costs[i], prices); ok {
 			b.Cost = usd(w * float64(rewritten) / 1e6)
 			b.Excess = usd((w - rd) * float64(rewritten) / 1e6)
 		}
+		strip, host := false, false
 		for _, c := range compiles[r.EntryID] {
 			switch c.CacheCause {
 			case CauseStrip, "bindery":
-				b.Cause = CauseStrip
+				strip = true
 			case CauseHost:
-				if b.Cause != CauseStrip {
-					b.Cause = CauseHost
-				}
+				host = true
 			}
 		}
-		since := p.Timestamp
-		if r.warmed != "" && gap(since, r.warmed) > 0 {
-			since = r.warmed // the warm kept the cache alive until then
-		}
-		if b.Cause == CauseUnknown && gap(since, r.Timestamp) > IdleGap {
+		switch {
+		case sawCompaction:
+			b.Cause = CauseCompaction
+		case strip:
+			b.Cause = CauseStrip
+		case host:
+			b.Cause = CauseHost
+		case sawModel || (p.Model != "" && r.Model != "" && p.Model != r.Model):
+			b.Cause = CauseModel
+		case idle > CacheLifetime(p):
 			b.Cause = CauseIdle
 		}
 		out = append(out, b)
 	}
 	return out
+}
+
+// CacheLifetime is how long what a request wrote stays in the cache
+// unread: 5 minutes, or 1 hour when its usage shows 1-hour writes
+// (research/preserved-thinking.md section 5, "TTL").
+func CacheLifetime(r *Request) time.Duration {
+	if r.CacheWrite1h > 0 {
+		return time.Hour
+	}
+	return IdleGap
 }
 
 // cachePrices returns the write and read price per million tokens for a
@@ -793,4 +795,49 @@ func sortBreaks(bs []Break) {
 		}
 		return a.Request < b.Request
 	})
+}
+
+// Kinds of spend for a day's column.
+type dayKind int
+
+const (
+	dayByKind dayKind = iota // a completed request: input, output, cache write and read
+	dayErrors                // an errored or aborted reply
+	dayOther                 // a cache warm or other usage entry
+)
+
+// dayOf is the UTC day of a timestamp, "" when it does not parse.
+func dayOf(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// addDay adds an entry's spend (as addSpend prices it) to its day.
+func addDay(days map[string]Day, e *watcher.Entry, prices *Prices, kind dayKind) {
+	k := dayOf(e.Timestamp)
+	if k == "" {
+		k = "unknown"
+	}
+	var s Spend
+	addSpend(&s, e, prices)
+	if s.Total == 0 {
+		return
+	}
+	d := days[k]
+	switch kind {
+	case dayErrors:
+		d.Errors += s.Total
+	case dayOther:
+		d.Other += s.Total
+	default:
+		d.Input += s.Input
+		d.Output += s.Output
+		d.CacheWrite += s.CacheWrite
+		d.CacheRead += s.CacheRead
+		d.Unsplit += s.Unsplit
+	}
+	days[k] = d
 }

@@ -73,14 +73,14 @@ type Stats struct {
 // Archive reports over every session the database holds (removed files
 // included: their rows are kept). Only sessions whose stamp changed are
 // read and analysed; the others come from the summary cache.
-func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
+func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start := time.Now()
 	if !r.loaded {
 		rows, err := r.db.ReportSummaries(ctx)
 		if err != nil {
-			return report.Report{}, Stats{}, err
+			return api.Report{}, Stats{}, err
 		}
 		for file, row := range rows {
 			var s report.Summary
@@ -93,11 +93,11 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 	}
 	sessions, err := r.db.ReportSessions(ctx)
 	if err != nil {
-		return report.Report{}, Stats{}, err
+		return api.Report{}, Stats{}, err
 	}
 	seqs, err := r.compiles.Seqs(ctx)
 	if err != nil {
-		return report.Report{}, Stats{}, fmt.Errorf("compile events: %w", err)
+		return api.Report{}, Stats{}, fmt.Errorf("compile events: %w", err)
 	}
 	sums := make([]report.Summary, 0, len(sessions))
 	var fresh []db.ReportSummary
@@ -109,17 +109,17 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 		if !ok || c.stamp != stamp {
 			compiles, err := r.sessionCompiles(ctx, s.ID)
 			if err != nil {
-				return report.Report{}, Stats{}, err
+				return api.Report{}, Stats{}, err
 			}
 			sess, err := r.analyse(ctx, source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
 			if err != nil {
-				return report.Report{}, Stats{}, err
+				return api.Report{}, Stats{}, err
 			}
 			c = cached{stamp: stamp, sum: sess.Summary}
 			r.mem[s.File] = c
 			data, err := json.Marshal(c.sum)
 			if err != nil {
-				return report.Report{}, Stats{}, fmt.Errorf("encode summary of %s: %w", s.ID, err)
+				return api.Report{}, Stats{}, fmt.Errorf("encode summary of %s: %w", s.ID, err)
 			}
 			fresh = append(fresh, db.ReportSummary{File: s.File, Stamp: stamp, Summary: data})
 		}
@@ -147,49 +147,90 @@ func (r *Reporter) Archive(ctx context.Context) (report.Report, Stats, error) {
 }
 
 // Session reports one session by pi's id, with its per-request rows.
-func (r *Reporter) Session(ctx context.Context, id string) (report.Report, error) {
+func (r *Reporter) Session(ctx context.Context, id string) (api.Report, error) {
 	s, err := r.db.Session(ctx, id)
 	if errors.Is(err, db.ErrNotFound) {
-		return report.Report{}, api.Errorf(api.CodeNotFound, "no session %q", id)
+		return api.Report{}, api.Errorf(api.CodeNotFound, "no session %q", id)
 	}
 	if err != nil {
-		return report.Report{}, err
+		return api.Report{}, err
 	}
 	compiles, err := r.sessionCompiles(ctx, id)
 	if err != nil {
-		return report.Report{}, err
+		return api.Report{}, err
 	}
 	sess, err := r.analyse(ctx, source{file: s.File, id: id, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
 	if err != nil {
-		return report.Report{}, err
+		return api.Report{}, err
 	}
 	rep := report.SessionReport(sess, r.prices)
 	files, err := r.db.SessionFiles(ctx, id)
 	if err != nil {
-		return report.Report{}, err
+		return api.Report{}, err
 	}
 	if len(files) > 1 {
 		for _, f := range files {
-			rep.SameID = append(rep.SameID, report.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})
+			rep.SameID = append(rep.SameID, api.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})
 		}
 	}
 	return rep, nil
 }
 
 // Report is what the API serves: the archive's report when session is
-// "", else that session's, as JSON.
-func (r *Reporter) Report(ctx context.Context, session string) (json.RawMessage, error) {
-	var rep report.Report
-	var err error
+// "", else that session's.
+func (r *Reporter) Report(ctx context.Context, session string) (api.Report, error) {
 	if session == "" {
-		rep, _, err = r.Archive(ctx)
+		rep, _, err := r.Archive(ctx)
+		return rep, err
+	}
+	return r.Session(ctx, session)
+}
+
+// WhatIf replays one session (q.Session) or every session under the
+// policies (GET /v1/whatif). Each session is read and replayed afresh:
+// a replay is asked for now and then, not kept current like the report.
+func (r *Reporter) WhatIf(ctx context.Context, q api.WhatIfQuery) (api.WhatIf, error) {
+	keep := q.Keep
+	if keep <= 0 {
+		keep = api.DefaultKeepLast
+	}
+	out := api.WhatIf{Version: api.ReportFormat, Scope: "archive", Keep: keep}
+	var srcs []source
+	if q.Session != "" {
+		s, err := r.db.Session(ctx, q.Session)
+		if errors.Is(err, db.ErrNotFound) {
+			return api.WhatIf{}, api.Errorf(api.CodeNotFound, "no session %q", q.Session)
+		}
+		if err != nil {
+			return api.WhatIf{}, err
+		}
+		out.Scope = "session"
+		srcs = append(srcs, source{file: s.File, id: q.Session, path: s.Path, version: s.Version, removed: s.Removed})
 	} else {
-		rep, err = r.Session(ctx, session)
+		sessions, err := r.db.ReportSessions(ctx)
+		if err != nil {
+			return api.WhatIf{}, err
+		}
+		for _, s := range sessions {
+			srcs = append(srcs, source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed})
+		}
 	}
-	if err != nil {
-		return nil, err
+	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return api.WhatIf{}, err
+		}
+		compiles, err := r.sessionCompiles(ctx, src.id)
+		if err != nil {
+			return api.WhatIf{}, err
+		}
+		in, err := r.input(ctx, src, compiles)
+		if err != nil {
+			return api.WhatIf{}, fmt.Errorf("whatif: session %s: %w", src.id, err)
+		}
+		out.Sessions = append(out.Sessions, report.Replay(in, r.prices, keep))
 	}
-	return json.Marshal(rep)
+	report.SumWhatIf(&out)
+	return out, nil
 }
 
 func (r *Reporter) sessionCompiles(ctx context.Context, id string) ([]report.CompileEvent, error) {
@@ -254,9 +295,19 @@ type source struct {
 }
 
 func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.CompileEvent) (report.Session, error) {
-	rows, err := r.db.ReportEntries(ctx, src.file)
+	in, err := r.input(ctx, src, compiles)
 	if err != nil {
 		return report.Session{}, err
+	}
+	return report.Analyze(in, r.prices), nil
+}
+
+// input is a session's entries (with what older schemas kept short read
+// back from the file) and compile events.
+func (r *Reporter) input(ctx context.Context, src source, compiles []report.CompileEvent) (report.SessionInput, error) {
+	rows, err := r.db.ReportEntries(ctx, src.file)
+	if err != nil {
+		return report.SessionInput{}, err
 	}
 	entries := Entries(rows)
 	if !src.removed && slices.ContainsFunc(entries, costSplitMissing) {
@@ -271,7 +322,7 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 			r.log.Debug("report: pi 1.6 entries unreadable; left uncounted", "session", src.id, "err", err)
 		}
 	}
-	return report.Analyze(report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, r.prices), nil
+	return report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, nil
 }
 
 // maxCostLine bounds the assistant lines read back for their cost.

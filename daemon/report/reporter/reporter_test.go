@@ -202,9 +202,16 @@ func TestSessionReport(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Code != api.CodeNotFound {
 		t.Errorf("unknown session: %v", err)
 	}
-	raw, err := r.Report(ctx, "s1")
-	if err != nil || len(raw) == 0 {
-		t.Errorf("raw report: %v", err)
+	if got, err := r.Report(ctx, "s1"); err != nil || got.Figures.Total != rep.Figures.Total || len(got.Requests) != 5 {
+		t.Errorf("report of s1: %v, %v", got.Figures.Total, err)
+	}
+	// The replay of the same session: append-only, so calibrated.
+	w, err := r.WhatIf(ctx, api.WhatIfQuery{Session: "s1"})
+	if err != nil || w.Scope != "session" || len(w.Sessions) != 1 || !w.Sessions[0].Calibration.OK || w.Sessions[0].Requests != 5 {
+		t.Errorf("whatif s1: %+v %v", w, err)
+	}
+	if _, err := r.WhatIf(ctx, api.WhatIfQuery{Session: "nope"}); !api.IsCode(err, api.CodeNotFound) {
+		t.Errorf("whatif of an unknown session: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package report
+package main
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // Text renders a report as the terminal table `bindery report` prints.
-func Text(r Report) string {
+func reportText(r api.Report) string {
 	var b strings.Builder
 	f := r.Figures
 	if r.Scope == "session" {
@@ -71,13 +71,27 @@ func Text(r Report) string {
 	row("cache", fmt.Sprintf("read %s", tok(k.Read)), fmt.Sprintf("write %s", tok(k.Write)), fmt.Sprintf("uncached %s", tok(k.Input)),
 		fmt.Sprintf("output %s", tok(k.Output)), fmt.Sprintf("hit ratio %.1f%%", 100*k.HitRatio))
 	row("", fmt.Sprintf("per turn: read %s", tok(int64(k.ReadPerReq))), fmt.Sprintf("write %s", tok(int64(k.WritePerReq))), fmt.Sprintf("uncached %s", tok(int64(k.InputPerReq))))
+	tot := []string{money(f.Total) + " total =", "requests " + money(f.Spend.Total)}
+	if f.Apart.Requests > 0 {
+		tot = append(tot, "+ errored/aborted "+money(f.Apart.Spend.Total))
+	}
+	if f.Warm.Entries > 0 {
+		tot = append(tot, "+ cache warm "+money(f.Warm.Spend.Total))
+	}
+	if f.OtherUsage.Entries > 0 {
+		tot = append(tot, "+ other usage "+money(f.OtherUsage.Spend.Total))
+	}
+	if f.TotalUnpriced > 0 {
+		tot = append(tot, fmt.Sprintf("(%d without a price, not in it)", f.TotalUnpriced))
+	}
+	row("spend", tot...)
 	s := f.Spend
-	spend := []string{money(s.Total) + " =", "input " + money(s.Input), "+ output " + money(s.Output), "+ cache write " + money(s.CacheWrite),
+	spend := []string{"requests " + money(s.Total) + " =", "input " + money(s.Input), "+ output " + money(s.Output), "+ cache write " + money(s.CacheWrite),
 		"+ cache read " + money(s.CacheRead)}
 	if s.Unsplit != 0 {
 		spend = append(spend, "+ "+money(s.Unsplit)+" priced by pi as a total only")
 	}
-	row("spend", spend...)
+	row("", spend...)
 	row("", append([]string{fmt.Sprintf("priced by pi %d", s.FromPi), fmt.Sprintf("by table %d", s.FromTable), fmt.Sprintf("unknown price %d", s.Unpriced)}, noPrice(s.UnpricedModels)...)...)
 	a := f.Apart
 	if a.Requests > 0 {
@@ -86,7 +100,7 @@ func Text(r Report) string {
 	}
 	for _, l := range []struct {
 		name string
-		u    UsageLine
+		u    api.UsageLine
 	}{{"cache warm", f.Warm}, {"other usage", f.OtherUsage}} {
 		if l.u.Entries > 0 {
 			what := plural(l.u.Entries, "entry", "entries")
@@ -99,12 +113,13 @@ func Text(r Report) string {
 		}
 	}
 	br := f.Breaks
-	brk := []string{fmt.Sprintf("%d: %s tok rewritten", br.Count, tok(br.Rewritten)), fmt.Sprintf("cost %s (%s above reading it)", money(br.Cost), money(br.Excess))}
+	brk := []string{fmt.Sprintf("%d: %s tok rewritten", br.Count, tok(br.Rewritten)), fmt.Sprintf("cost %s (%s above reading it)", money(br.Cost), money(br.Excess)),
+		fmt.Sprintf("avoidable %s (strip, host, unknown)", money(br.Avoidable))}
 	if br.Unpriced > 0 {
 		brk = append(brk, fmt.Sprintf("%d unpriced", br.Unpriced))
 	}
 	row("breaks", brk...)
-	for _, cause := range []string{CauseStrip, CauseHost, CauseIdle, CauseUnknown} {
+	for _, cause := range api.Causes {
 		if ct, ok := br.ByCause[cause]; ok {
 			row("", fmt.Sprintf("  %s: %d", cause, ct.Count), fmt.Sprintf("%s tok", tok(ct.Rewritten)), money(ct.Cost))
 		}
@@ -118,15 +133,15 @@ func Text(r Report) string {
 
 	if len(r.Breaks) > 0 {
 		if r.Scope == "session" {
-			fmt.Fprintf(&b, "\ncache breaks\n")
+			fmt.Fprintf(&b, "\ncache breaks (left: what the request before left cached)\n")
 		} else {
-			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
+			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d (left: what the request before left)\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
 		}
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		if r.Scope == "session" {
-			fmt.Fprintf(tw, "req\tline\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "req\tline\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
 		} else {
-			fmt.Fprintf(tw, "session\treq\tcyc.turn\tbefore\tafter\trewrote\tcost\tcause\t\n")
+			fmt.Fprintf(tw, "session\treq\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
 		}
 		for _, x := range r.Breaks {
 			first := fmt.Sprint(x.Line)
@@ -134,18 +149,18 @@ func Text(r Report) string {
 				first = short(x.Session)
 			}
 			if r.Scope == "session" {
-				fmt.Fprintf(tw, "%d\t%s\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", x.Request, first, x.Cycle, x.Turn, tok(x.ReadBefore), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
+				fmt.Fprintf(tw, "%d\t%s\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", x.Request, first, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
 			} else {
-				fmt.Fprintf(tw, "%s\t%d\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", first, x.Request, x.Cycle, x.Turn, tok(x.ReadBefore), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
+				fmt.Fprintf(tw, "%s\t%d\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", first, x.Request, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
 			}
 		}
 		tw.Flush()
 	}
 	if r.Scope == "archive" && len(r.Sessions) > 0 {
 		n := min(10, len(r.Sessions))
-		fmt.Fprintf(&b, "\ntop %d sessions by spend\n", n)
+		fmt.Fprintf(&b, "\ntop %d of %s by spend (a session's spend is its report's total)\n", n, plural(len(r.Sessions), "session", "sessions"))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "session\tmodel\trequests\tcycles\tbreaks\thit\tspend\t\n")
+		fmt.Fprintf(tw, "session\tmodel\treqs\tcycles\tbreaks\thit\tavoid\tspend\t\n")
 		unpriced := false
 		for _, l := range r.Sessions[:n] {
 			sp := money(l.Spend)
@@ -153,7 +168,7 @@ func Text(r Report) string {
 				sp += "*"
 				unpriced = true
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t\n", short(l.Session), clip(l.Model, 18), l.Requests, l.Cycles, l.Breaks, 100*l.HitRatio, sp)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t%s\t\n", short(l.Session), clip(strings.TrimPrefix(l.Model, "claude-"), 14), l.Requests, l.Cycles, l.Breaks, 100*l.HitRatio, money(l.Avoidable), sp)
 		}
 		tw.Flush()
 		if unpriced {
@@ -272,12 +287,4 @@ func reasons(m map[string]int) []string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return parts
-}
-
-// plural is "1 entry", "2 entries".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

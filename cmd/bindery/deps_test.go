@@ -1,0 +1,52 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestClientImports: bindery's client commands (status, sessions, show,
+// compile, accept, release, tail, report, whatif, and the rendering of
+// their tables and charts) use only the api package, its client and its
+// wire types; only serve.go, which runs the daemon in this same binary,
+// imports the daemon. Go checks imports per file, so a client file can
+// reach the daemon's packages only by importing one, which this test
+// refuses.
+func TestClientImports(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const module = "github.com/my-pi/bindery"
+	serving := map[string]bool{"serve.go": true}
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(path, module+"/") {
+				continue
+			}
+			switch {
+			case path == module+"/api" || strings.HasPrefix(path, module+"/api/"):
+			case serving[name] && path == module+"/daemon":
+			default:
+				t.Errorf("%s imports %s: a client command uses only %s/api (the daemon's packages are the daemon's)", name, path, module)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d files: is the test running in cmd/bindery?", checked)
+	}
+}
