@@ -43,8 +43,8 @@ import (
 //   - reasoningContent.reasoningText is a thinking block, keyed by its
 //     signature; reasoningContent.redactedContent is redacted thinking,
 //     keyed by the bytes as their base64 text (AWS JSON's encoding of a
-//     blob, the same text a Messages body carries as data), so one block
-//     has one key on both routes. Neither is in the chain. A
+//     blob, the text a Messages body carries as data), so one block keeps
+//     its key across the two routes. Neither is in the chain. A
 //     reasoningContent of any other form is content (kept, in the chain):
 //     bindery never cuts what it cannot read.
 //   - A cachePoint block is a marker (KindMarker): not in the chain, never
@@ -75,8 +75,27 @@ import (
 //   - A refusal reads as a ValidationException whose message carries the
 //     provider's text (`messages.N.content.M: Invalid `signature` in
 //     `thinking` block. The block is bound to a different conversation.
-//     ...`); Bedrock's pages show none, so hosts match that text as on
-//     Anthropic's API and release at that path.
+//     ...`). Bedrock's pages show no such error; Bedrock's
+//     ValidationExceptions seen in the wild carry the model's own message
+//     with its own paths (InvokeModelWithResponseStream: "messages.N.
+//     content.M.type: Expected `thinking` ..."), beside Converse's own
+//     checks, which name no path ("If an assistant message contains any
+//     thinking blocks, the first block must be thinking"). So hosts match
+//     the text as on Anthropic's API and release at that path.
+//   - The redacted bytes' base64 text equals the data a Messages body
+//     carries when both are standard padded base64 (AWS JSON's, and
+//     Anthropic's as seen); a host that writes another base64 form costs a
+//     strip, never a refusal.
+//
+// Sources (read 2026-12-02 through the search index): Bedrock user guide
+// claude-messages-thinking-block-binding ("Preserved thinking": the three
+// checks; Fable 5.1 runs the prefix check, Mythos 5.1 records it only; the
+// organization check removes blocks of another account or minted in
+// claude.ai or Claude Code); API reference ReasoningTextBlock (the
+// signature must be sent back with the earlier messages, which must not
+// change); the SDKs' ConverseRequest.additionalModelResponseFieldPaths and
+// API_runtime_MessageStopEvent (additionalModelResponseFields on
+// messageStop).
 
 // errReadAsConverse asks Parse for a second pass in Converse mode.
 var errReadAsConverse = errors.New("read the body as Converse")
