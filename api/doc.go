@@ -31,7 +31,11 @@
 // binding.ConverseStreamReply); inputTransformations are
 // then what Bedrock returns in
 // additionalModelResponseFields.input_transformations, their paths counting
-// a message's blocks without its cachePoint blocks. A repeated accept
+// a message's blocks without its cachePoint blocks. reply may also be a
+// whole Messages response. When inputTransformations is empty, those the
+// reply itself carries are read (a Messages response's or message_start's
+// input_transformations, a Converse response's or messageStop's
+// additionalModelResponseFields); a list given apart wins. A repeated accept
 // answers 200 with repeated true while the compile is within the newest
 // --accepted-window accepted compiles of its conversation; beyond it 404
 // compile_forgotten, and an id this database never made 404 unknown_compile

@@ -59,6 +59,15 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	for i, t := range call.InputTransformations {
 		trs[i] = binding.InputTransformation{Type: t.Type, Path: t.Path, Reason: t.Reason}
 	}
+	if len(trs) == 0 && len(call.Reply) > 0 {
+		// A whole provider response as the reply (Messages, Converse, a
+		// ConverseStream event list) carries its own input_transformations;
+		// ones the host lists apart win. A reply that does not read is
+		// refused by binding.Accept below, with its reason.
+		if got, ok, err := binding.InputTransformationsOf(call.Reply); err == nil && ok {
+			trs = got
+		}
+	}
 	out, err := binding.Accept(binding.AcceptInput{Record: e.rec, Owner: owner, Engaged: c.row.EngagedCompile != "",
 		Reply: call.Reply, Transformations: trs, Models: b.models})
 	if err != nil {

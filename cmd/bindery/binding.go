@@ -125,31 +125,14 @@ func acceptCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		// a whole provider response is accepted too: take its role and content
-		// (a Converse response's output.message is read by the daemon as it
-		// is; its input_transformations are in additionalModelResponseFields)
+		// A whole provider response is accepted as it is: the daemon reads
+		// its reply and its input_transformations (binding.ParseReply,
+		// binding.InputTransformationsOf); its usage is taken here.
 		var resp struct {
-			Type                 string                    `json:"type"`
-			Role                 string                    `json:"role"`
-			Content              json.RawMessage           `json:"content"`
-			InputTransformations []api.InputTransformation `json:"input_transformations"`
-			Usage                json.RawMessage           `json:"usage"`
-			Output               json.RawMessage           `json:"output"`
-			Converse             struct {
-				InputTransformations []api.InputTransformation `json:"input_transformations"`
-			} `json:"additionalModelResponseFields"`
+			Usage json.RawMessage `json:"usage"`
 		}
-		if json.Unmarshal(b, &resp) == nil && resp.Output != nil && *trs == "" {
-			call.InputTransformations = resp.Converse.InputTransformations
-		}
-		if json.Unmarshal(b, &resp) == nil && resp.Type == "message" {
-			b, _ = json.Marshal(map[string]any{"role": resp.Role, "content": resp.Content})
-			if *trs == "" {
-				call.InputTransformations = resp.InputTransformations
-			}
-			if *usage == "" {
-				call.Usage = resp.Usage
-			}
+		if *usage == "" && json.Unmarshal(b, &resp) == nil {
+			call.Usage = resp.Usage
 		}
 		call.Reply = b
 	}

@@ -123,4 +123,14 @@ func TestConverseBodiesCompiled(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &acc) != nil || !acc.Accepted || acc.Stamped != 1 || acc.Released != 1 {
 		t.Fatalf("accept of a Converse response: %d %s %s", code, out, errOut)
 	}
+	// The daemon reads them itself: the same response through the API,
+	// with no input_transformations listed apart, on a third branch.
+	b3, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: conv, Branch: "b3", Request: req(h...), Return: api.ReturnPlan})
+	if err != nil || b3.ThinkingKept != 2 {
+		t.Fatalf("branch b3: %+v %v", b3, err)
+	}
+	a, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: b3.CompileID, Reply: json.RawMessage(full)})
+	if err != nil || !a.Accepted || a.Released != 1 {
+		t.Fatalf("API accept of a whole Converse response: %+v %v", a, err)
+	}
 }
