@@ -60,156 +60,147 @@ func signedReply(e *Entry, blocks []replyBlock) []byte {
 	if !signed {
 		return nil
 	}
-	if e.API == converseAPI {
-		return appendConverseReply(nil, blocks)
-	}
 	n := len(`{"role":"assistant","content":[]}`)
 	for _, b := range blocks {
-		// an upper bound of what appendReply writes for b
+		// an upper bound of what either shape writes for b
 		switch string(b.typ) {
 		case "thinking":
-			n += len(b.thinking) + len(b.sig) + 48
+			n += len(b.thinking) + len(b.sig) + 64
 		case "text":
 			n += len(b.text) + 32
 		case "toolCall":
-			n += len(b.id) + len(b.name) + len(b.args) + 48
+			n += len(b.id) + len(b.name) + len(b.args) + 64
 		default:
 			n += len(b.whole) + 1
 		}
 	}
-	return appendReply(make([]byte, 0, n), blocks)
+	w := &wireWriter{dst: make([]byte, 0, n)}
+	if e.API == converseAPI {
+		return w.converse(blocks)
+	}
+	return w.messages(blocks)
 }
 
-// appendConverseReply is appendReply for pi's Bedrock route.
-func appendConverseReply(dst []byte, blocks []replyBlock) []byte {
-	dst = append(dst, `{"role":"assistant","content":[`...)
-	n := 0
-	next := func() {
-		if n > 0 {
-			dst = append(dst, ',')
+// wireWriter writes one reply: {"role":"assistant","content":[...]}.
+type wireWriter struct {
+	dst []byte
+	n   int // blocks written
+}
+
+// block starts a block: the separator, then the block's opening text.
+func (w *wireWriter) block(open string) {
+	if w.n > 0 {
+		w.dst = append(w.dst, ',')
+	}
+	w.n++
+	w.dst = append(w.dst, open...)
+}
+
+func (w *wireWriter) raw(s string) { w.dst = append(w.dst, s...) }
+
+// str writes a string's contents, as written, quoted.
+func (w *wireWriter) str(s []byte) {
+	w.dst = append(w.dst, '"')
+	w.dst = append(w.dst, s...)
+	w.dst = append(w.dst, '"')
+}
+
+// value writes a JSON value, or empty when there is none.
+func (w *wireWriter) value(v []byte, empty string) {
+	if len(v) == 0 {
+		w.raw(empty)
+		return
+	}
+	w.dst = append(w.dst, v...)
+}
+
+// messages writes the reply as pi's Anthropic serializer does.
+func (w *wireWriter) messages(blocks []replyBlock) []byte {
+	w.raw(`{"role":"assistant","content":[`)
+	for _, b := range blocks {
+		switch string(b.typ) {
+		case "thinking":
+			switch {
+			case b.redacted:
+				w.block(`{"type":"redacted_thinking","data":`)
+				w.str(b.sig)
+				w.raw(`}`)
+			case blank(b.thinking):
+			case blank(b.sig):
+				w.block(`{"type":"text","text":`)
+				w.str(b.thinking)
+				w.raw(`}`)
+			default:
+				w.block(`{"type":"thinking","thinking":`)
+				w.str(b.thinking)
+				w.raw(`,"signature":`)
+				w.str(b.sig)
+				w.raw(`}`)
+			}
+		case "text":
+			if !blank(b.text) {
+				w.block(`{"type":"text","text":`)
+				w.str(b.text)
+				w.raw(`}`)
+			}
+		case "toolCall":
+			w.block(`{"type":"tool_use","id":`)
+			w.value(b.id, `""`)
+			w.raw(`,"name":`)
+			w.value(b.name, `""`)
+			w.raw(`,"input":`)
+			w.value(b.args, `{}`)
+			w.raw(`}`)
+		default:
+			w.block("")
+			w.dst = append(w.dst, b.whole...)
 		}
-		n++
 	}
-	str := func(s []byte) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		dst = append(dst, '"')
-	}
-	value := func(v []byte, empty string) {
-		if len(v) == 0 {
-			v = []byte(empty)
-		}
-		dst = append(dst, v...)
-	}
+	w.raw("]}")
+	return w.dst
+}
+
+// converse writes the reply as pi's Bedrock Converse serializer does.
+func (w *wireWriter) converse(blocks []replyBlock) []byte {
+	w.raw(`{"role":"assistant","content":[`)
 	for _, b := range blocks {
 		switch string(b.typ) {
 		case "thinking":
 			switch {
 			case b.redacted:
 				if len(b.sig) > 0 {
-					next()
-					dst = append(dst, `{"reasoningContent":{"redactedContent":`...)
-					str(b.sig)
-					dst = append(dst, `}}`...)
+					w.block(`{"reasoningContent":{"redactedContent":`)
+					w.str(b.sig)
+					w.raw(`}}`)
 				}
 			case blank(b.thinking):
 			case blank(b.sig):
-				next()
-				dst = append(dst, `{"text":`...)
-				str(b.thinking)
-				dst = append(dst, '}')
+				w.block(`{"text":`)
+				w.str(b.thinking)
+				w.raw(`}`)
 			default:
-				next()
-				dst = append(dst, `{"reasoningContent":{"reasoningText":{"text":`...)
-				str(b.thinking)
-				dst = append(dst, `,"signature":`...)
-				str(b.sig)
-				dst = append(dst, `}}}`...)
+				w.block(`{"reasoningContent":{"reasoningText":{"text":`)
+				w.str(b.thinking)
+				w.raw(`,"signature":`)
+				w.str(b.sig)
+				w.raw(`}}}`)
 			}
 		case "text":
 			if !blank(b.text) {
-				next()
-				dst = append(dst, `{"text":`...)
-				str(b.text)
-				dst = append(dst, '}')
+				w.block(`{"text":`)
+				w.str(b.text)
+				w.raw(`}`)
 			}
 		case "toolCall":
-			next()
-			dst = append(dst, `{"toolUse":{"toolUseId":`...)
-			value(b.id, `""`)
-			dst = append(dst, `,"name":`...)
-			value(b.name, `""`)
-			dst = append(dst, `,"input":`...)
-			value(b.args, `{}`)
-			dst = append(dst, `}}`...)
+			w.block(`{"toolUse":{"toolUseId":`)
+			w.value(b.id, `""`)
+			w.raw(`,"name":`)
+			w.value(b.name, `""`)
+			w.raw(`,"input":`)
+			w.value(b.args, `{}`)
+			w.raw(`}}`)
 		}
 	}
-	return append(dst, "]}"...)
-}
-
-func appendReply(dst []byte, blocks []replyBlock) []byte {
-	dst = append(dst, `{"role":"assistant","content":[`...)
-	n := 0
-	next := func() {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-	}
-	str := func(s []byte) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		dst = append(dst, '"')
-	}
-	value := func(v []byte, empty string) {
-		if len(v) == 0 {
-			v = []byte(empty)
-		}
-		dst = append(dst, v...)
-	}
-	for _, b := range blocks {
-		switch {
-		case string(b.typ) == "thinking":
-			switch {
-			case b.redacted:
-				next()
-				dst = append(dst, `{"type":"redacted_thinking","data":`...)
-				str(b.sig)
-				dst = append(dst, '}')
-			case blank(b.thinking):
-			case blank(b.sig):
-				next()
-				dst = append(dst, `{"type":"text","text":`...)
-				str(b.thinking)
-				dst = append(dst, '}')
-			default:
-				next()
-				dst = append(dst, `{"type":"thinking","thinking":`...)
-				str(b.thinking)
-				dst = append(dst, `,"signature":`...)
-				str(b.sig)
-				dst = append(dst, '}')
-			}
-		case string(b.typ) == "text":
-			if !blank(b.text) {
-				next()
-				dst = append(dst, `{"type":"text","text":`...)
-				str(b.text)
-				dst = append(dst, '}')
-			}
-		case string(b.typ) == "toolCall":
-			next()
-			dst = append(dst, `{"type":"tool_use","id":`...)
-			value(b.id, `""`)
-			dst = append(dst, `,"name":`...)
-			value(b.name, `""`)
-			dst = append(dst, `,"input":`...)
-			value(b.args, `{}`)
-			dst = append(dst, '}')
-		default:
-			next()
-			dst = append(dst, b.whole...)
-		}
-	}
-	return append(dst, "]}"...)
+	w.raw("]}")
+	return w.dst
 }
