@@ -8,12 +8,11 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { judge } from "./fake-anthropic.js";
 import { FakeBedrock, toNative, type BedrockRecorded } from "./fake-bedrock.js";
-import { BinderyProcess, binderyForTests, fixtures, get, lossyProxy, packageDir, piCli, piIs1x, piVersion, PiHome, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, binderyForTests, fixtures, get, lossyProxy, packageDir, ok, piCli, piIs1x, piVersion, PiHome, quiet, runPi, tempRoot, type PiRun } from "./e2e-support.js";
 
 const { bin, skip: noBindery, error } = await binderyForTests("e2e bedrock");
 const lineDir = join(packageDir, "lines", "pi-1.6");
@@ -57,18 +56,7 @@ class BedrockHome {
       BINDERY_SOCKET: "",
       ...opts.env,
     };
-    return new Promise((res) => {
-      const p = spawn(process.execPath, argv, { cwd: this.workDir, stdio: ["ignore", "pipe", "pipe"], env });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (d) => (stdout += d));
-      p.stderr.on("data", (d) => (stderr += d));
-      const t = setTimeout(() => p.kill("SIGKILL"), 120_000);
-      p.on("close", (code) => {
-        clearTimeout(t);
-        res({ code, stdout, stderr });
-      });
-    });
+    return runPi(argv, this.workDir, env);
   }
 
   sessionFiles(): string[] {
@@ -80,12 +68,6 @@ class BedrockHome {
   }
 }
 
-function ok(run: PiRun, what: string): void {
-  assert.equal(run.code, 0, `${what}: pi exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-}
-function quiet(runs: PiRun[]): void {
-  for (const r of runs) assert.doesNotMatch(r.stderr, /bindery/, `pi printed a bindery warning: ${r.stderr}`);
-}
 const sum = (reqs: BedrockRecorded[], f: (r: BedrockRecorded) => number) => reqs.reduce((a, r) => a + f(r), 0);
 const dropped = (reqs: BedrockRecorded[]) => sum(reqs, (r) => r.verdict.transformations.length);
 

@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -212,22 +213,7 @@ export class PiHome {
   run(args: string[], opts: { extensions?: string[]; env?: Record<string, string> } = {}): Promise<PiRun> {
     const ext = (opts.extensions ?? [packageDir]).flatMap((e) => ["-e", e]);
     const argv = [piCli, "--provider", "anthropic", "--model", this.model, "--thinking", "high", "--no-extensions", ...ext, "-p", ...args];
-    return new Promise((res) => {
-      const p = spawn(process.execPath, argv, {
-        cwd: this.workDir,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, PI_CODING_AGENT_DIR: this.agentDir, PI_OFFLINE: "1", ANTHROPIC_API_KEY: "sk-ant-api03-fake", BINDERY_SOCKET: "", ...opts.env },
-      });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (d) => (stdout += d));
-      p.stderr.on("data", (d) => (stderr += d));
-      const t = setTimeout(() => p.kill("SIGKILL"), 120_000);
-      p.on("close", (code) => {
-        clearTimeout(t);
-        res({ code, stdout, stderr });
-      });
-    });
+    return runPi(argv, this.workDir, { ...process.env, PI_CODING_AGENT_DIR: this.agentDir, PI_OFFLINE: "1", ANTHROPIC_API_KEY: "sk-ant-api03-fake", BINDERY_SOCKET: "", ...opts.env });
   }
 
   /** Session files, newest first by name (the name starts with the creation time). */
@@ -248,6 +234,32 @@ export class PiHome {
   header(file: string): any {
     return JSON.parse(readFileSync(file, "utf8").split("\n")[0]);
   }
+}
+
+/** Runs pi (argv after node) in cwd with env, killed after 2 minutes. */
+export function runPi(argv: string[], cwd: string, env: Record<string, string | undefined>): Promise<PiRun> {
+  return new Promise((res) => {
+    const p = spawn(process.execPath, argv, { cwd, stdio: ["ignore", "pipe", "pipe"], env });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    const t = setTimeout(() => p.kill("SIGKILL"), 120_000);
+    p.on("close", (code) => {
+      clearTimeout(t);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+/** pi exited 0 (what: the step, for the message). */
+export function ok(run: PiRun, what: string): void {
+  assert.equal(run.code, 0, `${what}: pi exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
+}
+
+/** The extension said nothing: bindery answered every call. */
+export function quiet(runs: PiRun[]): void {
+  for (const r of runs) assert.doesNotMatch(r.stderr, /bindery/, `pi printed a bindery warning: ${r.stderr}`);
 }
 
 export function tempRoot(): string {

@@ -7,16 +7,12 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FakeAnthropic, type Recorded } from "./fake-anthropic.js";
-import { BinderyProcess, fixtures, get, lossyProxy, packageDir, PiHome, binderyForTests, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, fixtures, get, lossyProxy, packageDir, PiHome, binderyForTests, ok, quiet, tempRoot, type PiRun } from "./e2e-support.js";
 
 const { bin, skip, error } = await binderyForTests("e2e");
 
 const pruner = join(fixtures, "pruner.ts");
 const payloadEditor = join(fixtures, "payload-editor.ts");
-
-function ok(run: PiRun, what: string): void {
-  assert.equal(run.code, 0, `${what}: pi exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-}
 
 /** Every request the fake saw in this test was accepted. */
 function noRefusals(fake: FakeAnthropic, from = 0): void {
@@ -26,11 +22,6 @@ function noRefusals(fake: FakeAnthropic, from = 0): void {
     [],
     "pi sent a thinking block the provider refuses",
   );
-}
-
-/** The extension said nothing: bindery answered every call. */
-function quiet(runs: PiRun[]): void {
-  for (const r of runs) assert.doesNotMatch(r.stderr, /bindery/, `pi printed a bindery warning: ${r.stderr}`);
 }
 
 const minted = (reqs: Recorded[]) => reqs.flatMap((r) => r.minted);
