@@ -77,6 +77,20 @@ var builtinPrices = map[string]Price{
 type Prices struct {
 	models      map[string]Price
 	fingerprint string
+	// used, on a tracked copy (tracked), records that a lookup was made:
+	// an aggregate priced without one holds under any table.
+	used *bool
+}
+
+// tracked is a copy of p that records whether it was consulted.
+func (p *Prices) tracked() (*Prices, *bool) {
+	used := new(bool)
+	if p == nil {
+		return &Prices{used: used}, used
+	}
+	c := *p
+	c.used = used
+	return &c, used
 }
 
 // DefaultPrices is the built-in table alone.
@@ -143,6 +157,9 @@ func priceKey(id string) string {
 func (p *Prices) Lookup(model string) (Price, bool) {
 	if p == nil {
 		return Price{}, false
+	}
+	if p.used != nil {
+		*p.used = true
 	}
 	pr, ok := p.models[ModelKey(model)]
 	return pr, ok

@@ -1,0 +1,209 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/my-pi/bindery/watcher"
+	"github.com/my-pi/bindery/watcher/pisessiontest"
+)
+
+// parseGenerated parses a generated session file as the watcher does.
+func parseGenerated(s *pisessiontest.Session) []watcher.Entry {
+	p := watcher.NewParser("gen.jsonl")
+	var out []watcher.Entry
+	for i := range s.Offsets {
+		end := len(s.Data)
+		if i+1 < len(s.Offsets) {
+			end = s.Offsets[i+1]
+		}
+		if e := p.Line(s.Data[s.Offsets[i]:end], int64(s.Offsets[i])).Entry; e != nil {
+			out = append(out, *e)
+		}
+	}
+	return out
+}
+
+// genCompiles makes compile events for some of a session's replies, linked
+// the two ways bindery links them (by entry, by the branch they were built
+// on), with every cache cause and some strips.
+func genCompiles(rng *rand.Rand, entries []watcher.Entry) []CompileEvent {
+	var out []CompileEvent
+	causes := []string{"strip", "host", "bindery", "none", ""}
+	for i := range entries {
+		e := &entries[i]
+		if e.Role != "assistant" || rng.IntN(3) != 0 {
+			continue
+		}
+		c := CompileEvent{Seq: int64(len(out) + 1), CacheCause: causes[rng.IntN(len(causes))]}
+		if rng.IntN(2) == 0 {
+			c.EntryID = e.ID
+		} else {
+			c.Parent = e.ParentID
+		}
+		for range rng.IntN(3) {
+			reason := []string{"prefix-changed", "no-stamp", "gap", "released"}[rng.IntN(4)]
+			c.Strips = append(c.Strips, Strip{Reason: reason, Tokens: int64(rng.IntN(500)), WouldRefuse: WouldRefuse(reason)})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func summaryJSON(t *testing.T, s Summary) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// roundTrip stores and loads an aggregate the way the database holds it.
+func roundTrip(t *testing.T, a *Aggregate) *Aggregate {
+	t.Helper()
+	sums, walk, err := a.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeAggregate(sums, walk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// An aggregate built at once, or built on a prefix of the file and
+// extended by the rest (through its stored form), gives exactly the
+// summary Analyze computes from all the entries, with any compile events:
+// on pi-shaped sessions with compactions, branches, custom entries, pi
+// 1.6's entries and v1 files.
+func TestAggregateMatchesAnalyze(t *testing.T) {
+	prices := DefaultPrices()
+	extended, refused := 0, 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		o := pisessiontest.Options{Seed: seed, Turns: 4 + int(seed%9)}
+		switch seed % 4 {
+		case 1:
+			o.Pi16 = true
+		case 2:
+			o.Plain = true
+		case 3:
+			o.Version = 1
+		}
+		s := pisessiontest.Generate(o)
+		entries := parseGenerated(s)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		compiles := genCompiles(rng, entries)
+		id := fmt.Sprint("s", seed)
+		want := summaryJSON(t, Analyze(SessionInput{Session: id, Entries: entries, Compiles: compiles}, prices).Summary)
+		if got := summaryJSON(t, roundTrip(t, BuildAggregate(entries, prices)).Summary(id, compiles)); got != want {
+			t.Fatalf("seed %d: built at once:\n got %s\nwant %s", seed, got, want)
+		}
+		for _, cut := range []int{0, 1, 2, len(entries) / 3, len(entries) / 2, len(entries) - 1} {
+			a := roundTrip(t, BuildAggregate(entries[:cut], prices))
+			// Appended in a few batches, as the watcher hands them over.
+			ok := true
+			for at := cut; at < len(entries) && ok; {
+				end := min(len(entries), at+1+rng.IntN(7))
+				ok = a.Extend(entries[at:end], prices)
+				a = roundTrip(t, a)
+				at = end
+			}
+			if !ok {
+				refused++
+				continue // the caller rebuilds: the branch moved
+			}
+			extended++
+			if got := summaryJSON(t, a.Summary(id, compiles)); got != want {
+				t.Fatalf("seed %d, built on %d entries and extended: \n got %s\nwant %s", seed, cut, got, want)
+			}
+		}
+	}
+	t.Logf("extended %d, refused %d", extended, refused)
+	// Plain and most other sessions extend; branches refuse.
+	if extended < 100 || refused == 0 {
+		t.Errorf("extended %d, refused %d: the test does not cover both", extended, refused)
+	}
+}
+
+// Extend refuses what would move the branch, and an aggregate priced with
+// another table.
+func TestAggregateExtendRefuses(t *testing.T) {
+	var b builder
+	b.user("u1", "-")
+	b.assistant("a1", "", asst{model: "claude-sonnet-4-5", stop: "stop", in: 1, out: 1, cr: 0, cw: 100, ts: "2026-11-01T10:00:00Z"})
+	b.user("u2", "")
+	base := b.entries
+	prices := DefaultPrices()
+	for name, e := range map[string]watcher.Entry{
+		"a reply to an older entry": {ID: "x", ParentID: "a1", Type: "message", Role: "user", UserText: true},
+		"a new root":                {ID: "x", Type: "message", Role: "user", UserText: true},
+		"an id the branch holds":    {ID: "a1", ParentID: "u2", Type: "message", Role: "user", UserText: true},
+		"an entry without an id":    {ParentID: "u2", Type: "message", Role: "user", UserText: true},
+	} {
+		a := BuildAggregate(base, prices)
+		if a.Extend([]watcher.Entry{e}, prices) {
+			t.Errorf("%s: extended", name)
+		}
+	}
+	// A root whose parent is not in the file: an entry taking that id
+	// gives the root a parent.
+	orphan := append([]watcher.Entry(nil), base...)
+	orphan[0].ParentID = "ghost"
+	if a := BuildAggregate(orphan, prices); a.Extend([]watcher.Entry{{ID: "ghost", ParentID: "u2", Type: "message"}}, prices) {
+		t.Error("the root's missing parent: extended")
+	}
+	// A v1 file (no parentId) turning into a tree.
+	linear := append([]watcher.Entry(nil), base...)
+	for i := range linear {
+		linear[i].ParentID = ""
+	}
+	if a := BuildAggregate(linear, prices); a.Extend([]watcher.Entry{{ID: "x", ParentID: "u2", Type: "message"}}, prices) {
+		t.Error("a linear file turning into a tree: extended")
+	}
+	a := BuildAggregate(base, prices)
+	if !a.Extend([]watcher.Entry{{ID: "a2", ParentID: "u2", Type: "message", Role: "assistant", Model: "claude-sonnet-4-5"}}, prices) {
+		t.Fatal("a reply to the leaf was refused")
+	}
+	// a1's usage has no cost: the table priced it.
+	if a.Sums.Prices != prices.Fingerprint() {
+		t.Fatalf("prices %q, want the table's fingerprint", a.Sums.Prices)
+	}
+	other, err := ParsePrices([]byte(`{"claude-sonnet-4-5": {"input": 1, "output": 1, "cacheWrite": 1, "cacheRead": 1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Extend([]watcher.Entry{{ID: "u3", ParentID: "a2", Type: "message", Role: "user", UserText: true}}, other) {
+		t.Error("extended under another price table")
+	}
+	// An aggregate that never consulted the table holds under any.
+	var c builder
+	c.user("u1", "-")
+	c.assistant("a1", "", asst{model: "claude-sonnet-4-5", stop: "stop", in: 1, out: 1, cr: 0, cw: 100,
+		cost: &watcher.Cost{Input: f64(1), Output: f64(1), CacheRead: f64(0), CacheWrite: f64(1)}})
+	pa := BuildAggregate(c.entries, prices)
+	if pa.Sums.Prices != "" || !pa.Extend([]watcher.Entry{{ID: "u2", ParentID: "a1", Type: "message", Role: "user", UserText: true}}, other) {
+		t.Errorf("an aggregate priced by pi alone: prices %q, or refused under another table", pa.Sums.Prices)
+	}
+}
+
+// The stored form is compact enough to rewrite per batch: the walk holds
+// ids, not entries.
+func TestAggregateEncode(t *testing.T) {
+	s := pisessiontest.Generate(pisessiontest.Options{Seed: 3, Turns: 30})
+	entries := parseGenerated(s)
+	sums, walk, err := BuildAggregate(entries, DefaultPrices()).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(walk) > 80*len(entries) || bytes.Contains(sums, []byte(`"path"`)) {
+		t.Errorf("walk %d bytes for %d entries; sums hold the path: %v", len(walk), len(entries), bytes.Contains(sums, []byte(`"path"`)))
+	}
+	if _, err := DecodeAggregate([]byte(`{"version": 1`), walk); err == nil {
+		t.Error("a damaged aggregate decoded")
+	}
+}
