@@ -220,3 +220,16 @@ CREATE TABLE report_summaries (
     summary    TEXT    NOT NULL,
     updated_ms INTEGER NOT NULL
 );
+
+-- report_aggregates: every session's report aggregate (migration 007),
+-- kept current inside the ingest transaction so a report reads one row per
+-- session, not every entry. sums (read by the report) and walk (read only
+-- to extend it) are daemon/report's Aggregate as JSON; fresh = 1 when the
+-- file's rows alone rebuild it.
+CREATE TABLE report_aggregates (
+    file       INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    sums       TEXT    NOT NULL,
+    walk       TEXT    NOT NULL,
+    fresh      INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);

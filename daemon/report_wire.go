@@ -17,7 +17,8 @@ import (
 // (daemon/report.ParsePrices documents the format).
 const PricesFileName = "prices.json"
 
-// wireReport adds GET /v1/report. A price file that cannot be read or
+// wireReport adds GET /v1/report and has ingest keep the report's
+// aggregates (it runs before the watcher starts). A price file that cannot be read or
 // parsed is logged and the built-in table used: reports are not worth
 // refusing to start over.
 func (d *daemon) wireReport(s *api.Server) {
@@ -26,6 +27,9 @@ func (d *daemon) wireReport(s *api.Server) {
 		d.log.Error("report: ignoring the price file; using the built-in table", "err", err)
 		prices = report.DefaultPrices()
 	}
+	// Before the watcher starts: every batch keeps its session's report
+	// aggregate current in its own transaction, priced as the report is.
+	d.store.SetReportAggregator(reporter.Aggregator{Prices: prices})
 	s.Reports = reporter.New(d.store, prices, nil, d.log.With("component", "report"))
 }
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -46,6 +47,8 @@ type DB struct {
 	// set ("FULL" or "NORMAL"); only the holder of the writer sets it.
 	writerSync string
 	noSync     bool
+	// aggregator keeps report aggregates current at ingest (aggregate.go).
+	aggregator atomic.Pointer[ReportAggregator]
 }
 
 // Options tunes Open. The zero value is what the daemon uses.

@@ -214,6 +214,8 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		}
 		known = false
 	}
+	// whole: Entries are all of the file's rows once this batch is in.
+	whole := !known || b.Kind != Grew
 	if known && b.Kind != Grew {
 		// Found again or rewritten: Entries is the whole file again.
 		if err := clearFile(ctx, tx, f.id); err != nil {
@@ -311,6 +313,11 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 		}
 	}
 	out.Entries = len(b.Entries)
+	// The session's report aggregate moves with its rows, in this
+	// transaction: a report never sees rows its aggregate lacks.
+	if err := d.aggregateTx(ctx, tx, f.id, whole, b.Entries); err != nil {
+		return out, err
+	}
 	for i := range b.Entries {
 		id := b.Entries[i].ID
 		if n := linked[id]; n > 0 {
@@ -415,6 +422,7 @@ func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 		`DELETE FROM frontier WHERE file = ?`,
 		`DELETE FROM entries WHERE file = ?`,
 		`DELETE FROM ingest_errors WHERE file = ?`,
+		`DELETE FROM report_aggregates WHERE file = ?`,
 		`UPDATE sessions SET entries = 0, thinking = 0, leaf = NULL, last_activity = header_time WHERE file = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, file); err != nil {

@@ -20,6 +20,11 @@ type ReportSession struct {
 	Removed      bool
 	LastActivity string
 	Progress     string // "offset:lines:updated_ms" of the file's cursor
+	// The cursor's parts: an aggregate a report builds is stored only
+	// while they are unchanged (PutReportAggregates).
+	Offset    int64
+	Lines     int64
+	UpdatedMS int64
 }
 
 // ReportSessions lists every session, removed ones included (their rows
@@ -41,6 +46,7 @@ func (d *DB) ReportSessions(ctx context.Context) ([]ReportSession, error) {
 		if err := rows.Scan(&s.File, &s.ID, &s.Path, &s.Version, &s.Removed, &s.LastActivity, &offset, &lines, &updated); err != nil {
 			return nil, fmt.Errorf("report sessions: %w", err)
 		}
+		s.Offset, s.Lines, s.UpdatedMS = offset, lines, updated
 		s.Progress = strconv.FormatInt(offset, 10) + ":" + strconv.FormatInt(lines, 10) + ":" + strconv.FormatInt(updated, 10)
 		out = append(out, s)
 	}
@@ -54,7 +60,13 @@ func (d *DB) ReportSessions(ctx context.Context) ([]ReportSession, error) {
 // and thinking blocks: what a report needs of a session. Memory is
 // proportional to the one session.
 func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, coalesce(parent_id, ''), type, line, offset, length,
+	return reportEntries(ctx, d.readers, file)
+}
+
+// reportEntries is ReportEntries through q: the reader pool, or the ingest
+// transaction rebuilding an aggregate.
+func reportEntries(ctx context.Context, q querier, file int64) ([]Entry, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, id, coalesce(parent_id, ''), type, line, offset, length,
 		coalesce(timestamp, ''), coalesce(role, ''), coalesce(model, ''), coalesce(provider, ''), coalesce(stop_reason, ''),
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
 		tool_calls, user_text, coalesce(first_kept_entry_id, ''), coalesce(custom_type, ''),
@@ -91,7 +103,7 @@ func (d *DB) ReportEntries(ctx context.Context, file int64) ([]Entry, error) {
 		return nil, fmt.Errorf("report entries of file %d: %w", file, err)
 	}
 	rows.Close()
-	trows, err := d.readers.QueryContext(ctx, `SELECT entry, block, redacted, signed, chars FROM thinking
+	trows, err := q.QueryContext(ctx, `SELECT entry, block, redacted, signed, chars FROM thinking
 		WHERE file = ? ORDER BY entry, block`, file)
 	if err != nil {
 		return nil, fmt.Errorf("report thinking of file %d: %w", file, err)

@@ -68,11 +68,17 @@ func New(d *db.DB, prices *report.Prices, compiles CompileSource, log *slog.Logg
 type Stats struct {
 	Sessions int // sessions in the archive
 	Analysed int // sessions whose summary was recomputed
+	// Scanned is the part of Analysed that read the session's entries
+	// (no current aggregate: a session ingested before schema version 7,
+	// a moved branch, another price table); the rest came from aggregates.
+	Scanned int
 }
 
 // Archive reports over every session the database holds (removed files
-// included: their rows are kept). Only sessions whose stamp changed are
-// read and analysed; the others come from the summary cache.
+// included: their rows are kept). A session whose stamp is unchanged
+// comes from the summary cache; another from its aggregate (kept current
+// at ingest) and its compile events; only a session without a current
+// aggregate is read and analysed, and its aggregate stored for the next.
 func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -99,23 +105,53 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 	if err != nil {
 		return api.Report{}, Stats{}, fmt.Errorf("compile events: %w", err)
 	}
+	stamps := make([]string, len(sessions))
+	var stale []int64
+	for i, s := range sessions {
+		stamps[i] = report.Stamp(s.Progress, seqs[s.ID], r.prices)
+		if c, ok := r.mem[s.File]; !ok || c.stamp != stamps[i] {
+			stale = append(stale, s.File)
+		}
+	}
+	aggs, err := r.db.ReportAggregates(ctx, stale)
+	if err != nil {
+		return api.Report{}, Stats{}, err
+	}
 	sums := make([]report.Summary, 0, len(sessions))
 	var fresh []db.ReportSummary
+	var built []db.AggregateAt
+	scanned := 0
 	live := make(map[int64]bool, len(sessions))
-	for _, s := range sessions {
+	for i, s := range sessions {
 		live[s.File] = true
-		stamp := report.Stamp(s.Progress, seqs[s.ID], r.prices)
+		stamp := stamps[i]
 		c, ok := r.mem[s.File]
 		if !ok || c.stamp != stamp {
 			compiles, err := r.sessionCompiles(ctx, s.ID)
 			if err != nil {
 				return api.Report{}, Stats{}, err
 			}
-			sess, err := r.analyse(ctx, source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed}, compiles)
-			if err != nil {
-				return api.Report{}, Stats{}, err
+			sum, ok := r.fromAggregate(aggs[s.File], s.ID, compiles)
+			if !ok {
+				src := source{file: s.File, id: s.ID, path: s.Path, version: s.Version, removed: s.Removed}
+				in, readBack, err := r.input(ctx, src, compiles)
+				if err != nil {
+					return api.Report{}, Stats{}, err
+				}
+				scanned++
+				// The aggregate's summary is Analyze's (report's tests).
+				agg := report.BuildAggregate(in.Entries, r.prices)
+				sumsJSON, walkJSON, err := agg.Encode()
+				if err != nil {
+					return api.Report{}, Stats{}, fmt.Errorf("aggregate of %s: %w", s.ID, err)
+				}
+				sum = agg.Summary(s.ID, compiles)
+				// Rows an older schema kept short were read back from
+				// the file: the rows alone would not rebuild it.
+				built = append(built, db.AggregateAt{File: s.File, Offset: s.Offset, Lines: s.Lines, MS: s.UpdatedMS,
+					Aggregate: db.Aggregate{Sums: sumsJSON, Walk: walkJSON, Fresh: !readBack}})
 			}
-			c = cached{stamp: stamp, sum: sess.Summary}
+			c = cached{stamp: stamp, sum: sum}
 			r.mem[s.File] = c
 			data, err := json.Marshal(c.sum)
 			if err != nil {
@@ -134,6 +170,9 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 		// The report is still right; the next one recomputes these.
 		r.log.Warn("report: could not cache summaries", "err", err)
 	}
+	if err := r.db.PutReportAggregates(ctx, built); err != nil {
+		r.log.Warn("report: could not store aggregates", "err", err)
+	}
 	rep := report.ArchiveReport(sums, r.prices)
 	// ReportSessions is ordered by last activity, then newest file first.
 	for _, s := range sessions {
@@ -142,8 +181,25 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 			break
 		}
 	}
-	r.log.Debug("archive report", "sessions", len(sessions), "analysed", len(fresh), "took", time.Since(start))
-	return rep, Stats{Sessions: len(sessions), Analysed: len(fresh)}, nil
+	r.log.Debug("archive report", "sessions", len(sessions), "analysed", len(fresh), "scanned", scanned, "took", time.Since(start))
+	return rep, Stats{Sessions: len(sessions), Analysed: len(fresh), Scanned: scanned}, nil
+}
+
+// fromAggregate is a session's summary from its stored aggregate, when
+// there is one of this version priced like this report.
+func (r *Reporter) fromAggregate(row db.Aggregate, session string, compiles []report.CompileEvent) (report.Summary, bool) {
+	if row.Sums == nil {
+		return report.Summary{}, false
+	}
+	a, err := report.DecodeAggregate(row.Sums, nil)
+	if err != nil {
+		r.log.Debug("report: unreadable aggregate; rebuilding", "session", session, "err", err)
+		return report.Summary{}, false
+	}
+	if a.Sums.Version != report.AggregateVersion || (a.Sums.Prices != "" && a.Sums.Prices != r.prices.Fingerprint()) {
+		return report.Summary{}, false
+	}
+	return a.Summary(session, compiles), true
 }
 
 // Session reports one session by pi's id, with its per-request rows.
@@ -223,7 +279,7 @@ func (r *Reporter) WhatIf(ctx context.Context, q api.WhatIfQuery) (api.WhatIf, e
 		if err != nil {
 			return api.WhatIf{}, err
 		}
-		in, err := r.input(ctx, src, compiles)
+		in, _, err := r.input(ctx, src, compiles)
 		if err != nil {
 			return api.WhatIf{}, fmt.Errorf("whatif: session %s: %w", src.id, err)
 		}
@@ -295,7 +351,7 @@ type source struct {
 }
 
 func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.CompileEvent) (report.Session, error) {
-	in, err := r.input(ctx, src, compiles)
+	in, _, err := r.input(ctx, src, compiles)
 	if err != nil {
 		return report.Session{}, err
 	}
@@ -303,13 +359,14 @@ func (r *Reporter) analyse(ctx context.Context, src source, compiles []report.Co
 }
 
 // input is a session's entries (with what older schemas kept short read
-// back from the file) and compile events.
-func (r *Reporter) input(ctx context.Context, src source, compiles []report.CompileEvent) (report.SessionInput, error) {
+// back from the file) and compile events; short says some rows were short.
+func (r *Reporter) input(ctx context.Context, src source, compiles []report.CompileEvent) (in report.SessionInput, short bool, err error) {
 	rows, err := r.db.ReportEntries(ctx, src.file)
 	if err != nil {
-		return report.SessionInput{}, err
+		return report.SessionInput{}, false, err
 	}
 	entries := Entries(rows)
+	short = slices.ContainsFunc(entries, costSplitMissing) || slices.ContainsFunc(entries, pi16Missing)
 	if !src.removed && slices.ContainsFunc(entries, costSplitMissing) {
 		// Rows ingested before schema version 4 carry only cost.total.
 		if err := CostsFromFile(src.path, src.version, entries); err != nil {
@@ -322,7 +379,36 @@ func (r *Reporter) input(ctx context.Context, src source, compiles []report.Comp
 			r.log.Debug("report: pi 1.6 entries unreadable; left uncounted", "session", src.id, "err", err)
 		}
 	}
-	return report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, nil
+	return report.SessionInput{Session: src.id, Entries: entries, Compiles: compiles}, short, nil
+}
+
+// Aggregator keeps report aggregates current inside the ingest
+// transaction (db.ReportAggregator), priced with the report's table.
+type Aggregator struct{ Prices *report.Prices }
+
+// BuildAggregate is the aggregate of a whole file's rows.
+func (g Aggregator) BuildAggregate(rows []db.Entry) (db.Aggregate, error) {
+	sums, walk, err := report.BuildAggregate(Entries(rows), g.Prices).Encode()
+	if err != nil {
+		return db.Aggregate{}, err
+	}
+	return db.Aggregate{Sums: sums, Walk: walk}, nil
+}
+
+// ExtendAggregate extends a stored aggregate by appended rows.
+func (g Aggregator) ExtendAggregate(prev db.Aggregate, rows []db.Entry) (db.Aggregate, bool, error) {
+	a, err := report.DecodeAggregate(prev.Sums, prev.Walk)
+	if err != nil {
+		return db.Aggregate{}, false, err
+	}
+	if !a.Extend(Entries(rows), g.Prices) {
+		return db.Aggregate{}, false, nil
+	}
+	sums, walk, err := a.Encode()
+	if err != nil {
+		return db.Aggregate{}, false, err
+	}
+	return db.Aggregate{Sums: sums, Walk: walk}, true, nil
 }
 
 // maxCostLine bounds the assistant lines read back for their cost.

@@ -111,7 +111,7 @@ func TestArchiveIsIncremental(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != (Stats{Sessions: 3, Analysed: 3}) {
+	if st != (Stats{Sessions: 3, Analysed: 3, Scanned: 3}) {
 		t.Errorf("first report: %+v", st)
 	}
 	f := rep.Figures

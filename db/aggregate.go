@@ -1,0 +1,188 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Aggregate is one session file's report aggregate as stored: opaque JSON
+// the report package writes (daemon/report's Aggregate). Sums is what a
+// report reads, Walk what extending it needs. Fresh: built from rows as
+// this release ingests them, so the file's rows alone rebuild it.
+type Aggregate struct {
+	Sums, Walk []byte
+	Fresh      bool
+}
+
+// ReportAggregator keeps a session's report aggregate current inside the
+// ingest transaction (daemon/report/reporter implements it; db does not
+// know what an aggregate holds). Its errors never fail an ingest: the
+// aggregate is dropped and the next report rebuilds it from the entries.
+type ReportAggregator interface {
+	// BuildAggregate is the aggregate of a file whose rows are entries
+	// (all of them, in file order).
+	BuildAggregate(entries []Entry) (Aggregate, error)
+	// ExtendAggregate extends prev by entries appended to its file; ok is
+	// false when they do not simply extend its branch (then it is rebuilt).
+	ExtendAggregate(prev Aggregate, entries []Entry) (next Aggregate, ok bool, err error)
+}
+
+// SetReportAggregator makes every later ingest keep report aggregates
+// current. Set it before ingest starts: while none is set, a batch that
+// grows a file drops its aggregate instead (the report rebuilds it).
+func (d *DB) SetReportAggregator(a ReportAggregator) {
+	if a == nil {
+		d.aggregator.Store(nil)
+		return
+	}
+	d.aggregator.Store(&a)
+}
+
+// aggregateTx keeps file's aggregate current with the batch just written:
+// whole says entries are all of the file's rows (a first scan, a rewrite),
+// else they were appended to rows ingested before.
+func (d *DB) aggregateTx(ctx context.Context, tx *sql.Tx, file int64, whole bool, entries []Entry) error {
+	p := d.aggregator.Load()
+	if p == nil {
+		if !whole && len(entries) > 0 {
+			return dropAggregate(ctx, tx, file) // it no longer holds every row
+		}
+		return nil
+	}
+	agg := *p
+	if whole {
+		a, err := agg.BuildAggregate(entries)
+		if err != nil {
+			return dropAggregate(ctx, tx, file)
+		}
+		a.Fresh = true
+		return putAggregate(ctx, tx, file, a)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var prev Aggregate
+	var sums, walk string
+	err := tx.QueryRowContext(ctx, `SELECT sums, walk, fresh FROM report_aggregates WHERE file = ?`, file).Scan(&sums, &walk, &prev.Fresh)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // none yet: the next report builds it (a session ingested before version 7)
+	}
+	if err != nil {
+		return fmt.Errorf("read report aggregate: %w", err)
+	}
+	prev.Sums, prev.Walk = []byte(sums), []byte(walk)
+	next, ok, err := agg.ExtendAggregate(prev, entries)
+	if err == nil && ok {
+		next.Fresh = prev.Fresh
+		return putAggregate(ctx, tx, file, next)
+	}
+	if err != nil || !prev.Fresh {
+		// Rows ingested before version 7 may need the session file read
+		// back (daemon/report/reporter): the report rebuilds it.
+		return dropAggregate(ctx, tx, file)
+	}
+	// The branch moved (a reply to an older entry: pi's /tree): rebuild
+	// from the file's rows, this batch's included. Rare, and linear in the
+	// one session.
+	rows, err := reportEntries(ctx, tx, file)
+	if err != nil {
+		return fmt.Errorf("rebuild report aggregate: %w", err)
+	}
+	a, err := agg.BuildAggregate(rows)
+	if err != nil {
+		return dropAggregate(ctx, tx, file)
+	}
+	a.Fresh = true
+	return putAggregate(ctx, tx, file, a)
+}
+
+func putAggregate(ctx context.Context, tx *sql.Tx, file int64, a Aggregate) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`,
+		file, string(a.Sums), string(a.Walk), a.Fresh, nowMS())
+	if err != nil {
+		return fmt.Errorf("save report aggregate: %w", err)
+	}
+	return nil
+}
+
+func dropAggregate(ctx context.Context, tx *sql.Tx, file int64) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM report_aggregates WHERE file = ?`, file); err != nil {
+		return fmt.Errorf("drop report aggregate: %w", err)
+	}
+	return nil
+}
+
+// ReportAggregates returns the stored sums (no walk) of the given files'
+// aggregates; a file without one is absent.
+func (d *DB) ReportAggregates(ctx context.Context, files []int64) (map[int64]Aggregate, error) {
+	out := make(map[int64]Aggregate, len(files))
+	if len(files) == 0 {
+		return out, nil
+	}
+	q := `SELECT file, sums, fresh FROM report_aggregates`
+	var args []any
+	if len(files) <= 64 {
+		// A few changed sessions: by key. Many (a cold report): one scan.
+		q += ` WHERE file IN (?` + strings.Repeat(", ?", len(files)-1) + `)`
+		for _, f := range files {
+			args = append(args, f)
+		}
+	}
+	rows, err := d.readers.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("report aggregates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var file int64
+		var sums string
+		var a Aggregate
+		if err := rows.Scan(&file, &sums, &a.Fresh); err != nil {
+			return nil, fmt.Errorf("report aggregates: %w", err)
+		}
+		a.Sums = []byte(sums)
+		out[file] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("report aggregates: %w", err)
+	}
+	return out, nil
+}
+
+// AggregateAt is an aggregate a report built from the file's rows as they
+// stood at a cursor (ReportSession's Offset, Lines, UpdatedMS).
+type AggregateAt struct {
+	File              int64
+	Offset, Lines, MS int64
+	Aggregate
+}
+
+// PutReportAggregates stores aggregates a report built, each only while
+// its file's cursor is still the one it was built at: a batch ingested
+// meanwhile (which the aggregate does not hold) leaves the row to ingest.
+// One transaction.
+func (d *DB) PutReportAggregates(ctx context.Context, as []AggregateAt) error {
+	if len(as) == 0 {
+		return nil
+	}
+	now := nowMS()
+	return d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms)
+			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM files WHERE id = ?1 AND offset = ?6 AND lines = ?7 AND updated_ms = ?8)
+			ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`)
+		if err != nil {
+			return fmt.Errorf("save report aggregates: %w", err)
+		}
+		defer stmt.Close()
+		for _, a := range as {
+			if _, err := stmt.ExecContext(ctx, a.File, string(a.Sums), string(a.Walk), a.Fresh, now, a.Offset, a.Lines, a.MS); err != nil {
+				return fmt.Errorf("save report aggregate of file %d: %w", a.File, err)
+			}
+		}
+		return nil
+	})
+}

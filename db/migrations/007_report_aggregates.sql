@@ -1,0 +1,19 @@
+-- Version 7: bindery report's per-session aggregates (daemon/report's
+-- Aggregate), kept current inside the ingest transaction: a batch that
+-- extends a file's branch extends its row, a first scan or a rewrite builds
+-- it from the batch, so a report reads one row per session instead of every
+-- entry. sums is what the report reads, walk what extending needs (the
+-- branch's ids and the walk's state), both JSON. fresh = 1: built from rows
+-- as this release ingests them, so the rows alone rebuild it when the branch
+-- moves; 0: built by a report that read older rows back from the session
+-- file, so it is dropped instead and the next report rebuilds it.
+-- Nothing is backfilled here (SQL cannot run the walk): a session ingested
+-- before this version gets its row from the first report that analyses it
+-- (daemon/report/reporter), and from then on ingest keeps it current.
+CREATE TABLE report_aggregates (
+    file       INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    sums       TEXT    NOT NULL,
+    walk       TEXT    NOT NULL,
+    fresh      INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
