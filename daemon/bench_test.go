@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/daemon/report"
+	"github.com/my-pi/bindery/daemon/report/reporter"
 	"github.com/my-pi/bindery/db"
 	"github.com/my-pi/bindery/watcher"
 	"github.com/my-pi/bindery/watcher/pisessiontest"
@@ -76,6 +78,9 @@ func ingestAll(b *testing.B, a *archive) {
 		b.Fatal(err)
 	}
 	defer store.Close()
+	// As the daemon wires it (report_wire.go): ingest keeps the report's
+	// aggregates.
+	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
 	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour}, nil)
 	ctx, cancel := context.WithCancel(context.Background())

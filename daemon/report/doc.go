@@ -67,10 +67,16 @@
 //
 // # Incremental reports
 //
-// Analyze is the only step that reads a session's entries; its Summary is
+// Analyze is a walk along the branch (aggregate.go) whose state an
+// Aggregate keeps: every figure but what bindery's compile events decide
+// (the Bindery totals and the strip and host break causes), and whether
+// the price table was consulted. Extend walks appended entries when they
+// extend the branch, so the daemon keeps each session's Aggregate current
+// inside the ingest transaction; Summary turns an Aggregate and the
+// session's compile events into exactly Analyze's Summary. A Summary is
 // mergeable (sums and exact histograms; cycle lengths are kept as an exact
 // histogram, so archive medians and p90 are exact). A caller caches each
 // Summary under Stamp (ingest progress, compile events, price table,
-// format version) and recomputes only sessions whose stamp changed;
+// format version) and recomputes a stale one from the Aggregate;
 // ArchiveReport then merges summaries without touching entries.
 package report
