@@ -56,3 +56,47 @@ func BenchmarkCommit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestRows: a first scan's batch of 4,000 pi-shaped entries
+// (user turns, assistant replies with usage and a signed thinking block,
+// tool results) into a fresh file, per entry: the rows' share of a cold
+// ingest.
+func BenchmarkIngestRows(b *testing.B) {
+	d, err := Open(b.Context(), filepath.Join(b.TempDir(), "r.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	const n = 4000
+	entries := make([]Entry, 0, n)
+	parent := ""
+	for i := 0; len(entries) < n; i++ {
+		line := len(entries) + 2
+		id := fmt.Sprintf("%08x", i)
+		var e Entry
+		switch {
+		case i%10 == 0:
+			e = entry(line, id, parent, "message")
+			e.Role, e.UserText = "user", true
+		case i%2 == 1:
+			e = assistant(line, id, parent, signed(0, id))
+			e.Usage.CacheWrite, e.Usage.TotalTokens = i64(200), i64(1230)
+			e.Usage.CostTotal, e.Usage.CostInput, e.Usage.CostOutput, e.Usage.CostCacheRead, e.Usage.CostCacheWrite = f64(0.01), f64(0.001), f64(0.002), f64(0.003), f64(0.004)
+		default:
+			e = entry(line, id, parent, "message")
+			e.Role = "toolResult"
+		}
+		parent = id
+		entries = append(entries, e)
+	}
+	k := 0
+	for b.Loop() {
+		k++
+		path := fmt.Sprintf("/p/s%d.jsonl", k)
+		if _, err := d.Ingest(b.Context(), Batch{Kind: Found, Path: path, Cursor: cursor(path, uint64(k), int64(100*n), n+1),
+			Header: &Header{ID: fmt.Sprint("s", k), Version: 3}, Entries: entries}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
+}
