@@ -13,6 +13,17 @@ import (
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
+	if call.Base != nil {
+		// By reference: the whole request rebuilt, then compiled as one
+		// sent whole (bases.go).
+		whole, err := b.bases.rebuild(call, b.maxBody)
+		if err != nil {
+			return nil, err
+		}
+		full := *call
+		full.Base, full.Request = nil, whole
+		call = &full
+	}
 	req, err := b.parse(ctx, call.Conversation, call.Request)
 	switch {
 	case errors.Is(err, binding.ErrCanceled):
@@ -62,6 +73,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		}
 		b.byID[id] = call.Conversation
 		b.mu.Unlock()
+		b.bases.put(id, call.Conversation, call.Request, req)
 	}
 	return compileAnswer(call, req, compiled), nil
 }
