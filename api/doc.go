@@ -53,7 +53,10 @@
 // only, so none survives a restart), and 409 base_mismatch when the digest
 // differs or the base has fewer than N messages. The host then compiles in
 // full: a changed old message costs a strip, never a refusal, because
-// bindery never decides on bytes it did not check.
+// bindery never decides on bytes it did not check. The compile event of a
+// compile by reference names its base (base). The pi extension compiles
+// every turn after a run's first by reference, on a kept-alive connection,
+// and compiles in full on base_unknown or base_mismatch.
 //
 // POST /v1/accept: reply may be in Bedrock Converse's shape (the message,
 // a whole Converse response: output.message, or a ConverseStream

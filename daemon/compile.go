@@ -20,8 +20,10 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		if err != nil {
 			return nil, err
 		}
+		b.log.Debug("compile by reference", "conversation", call.Conversation, "base", call.Base.CompileID,
+			"shared", call.Base.Messages, "sent", len(call.Request), "whole", len(whole))
 		full := *call
-		full.Base, full.Request = nil, whole
+		full.Request = whole // Base stays: the compile event names it
 		call = &full
 	}
 	req, err := b.parse(ctx, call.Conversation, call.Request)
@@ -208,6 +210,9 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		}
 		if compiled.FirstAfterEngagement {
 			fields["firstAfterEngagement"] = true
+		}
+		if call.Base != nil {
+			fields["base"] = call.Base.CompileID // compiled by reference
 		}
 		if len(stampRows) > 0 {
 			fields["stamped"] = len(stampRows)
