@@ -21,6 +21,10 @@ const (
 	CodeDryRunCompile       = "dry_run_compile"
 	CodeUnknownConversation = "unknown_conversation"
 	CodeInternal            = "internal"
+	// CodeBaseUnknown and CodeBaseMismatch refuse a compile by reference
+	// (CompileBase); the host answers either with a full compile.
+	CodeBaseUnknown  = "base_unknown"
+	CodeBaseMismatch = "base_mismatch"
 )
 
 // DefaultMaxBody bounds a request body: the provider's own request limit
@@ -43,9 +47,31 @@ type CompileCall struct {
 	BindsThinking *bool      `json:"bindsThinking,omitempty"`
 	DryRun        bool       `json:"dryRun,omitempty"`
 	Return        string     `json:"return,omitempty"`
+	// Base makes this a compile by reference: Request's messages are only
+	// those after the ones it shares with the base compile's request.
+	Base *CompileBase `json:"base,omitempty"`
 	// Request is the Anthropic request body exactly as the host gave it:
 	// a subslice of the call's body, never re-encoded.
 	Request json.RawMessage `json:"request"`
+}
+
+// CompileBase names the compile a request extends (api/doc.go, "Compile
+// by reference"): the host sends only the messages after the Messages it
+// shares with that compile's request, and proves they are shared by their
+// digest, which bindery checks against the bytes it holds; it never takes
+// the host's word.
+type CompileBase struct {
+	CompileID string `json:"compileId"`
+	// Messages is how many of the base request's messages this request
+	// begins with (at least 1).
+	Messages int `json:"messages"`
+	// Digest is the lowercase hex SHA-256 of those messages' bytes as the
+	// base request carried them: from the first message's first byte to
+	// the last one's last, the separators between them included. A host
+	// that serializes with JSON.stringify hashes
+	// JSON.stringify(messages.slice(0, n)) without its brackets: the
+	// strings of the messages joined with ",".
+	Digest string `json:"digest"`
 }
 
 // BranchRef names a branch of a conversation.
@@ -235,6 +261,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return buf.Bytes(), true
 }
 
+// isSHA256Hex: 64 lowercase hex digits.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeCompile splits the body once: the request's bytes are kept as a
 // subslice, the small fields are decoded on their own.
 func decodeCompile(body []byte) (*CompileCall, error) {
@@ -260,6 +299,8 @@ func decodeCompile(body []byte) (*CompileCall, error) {
 			err = json.Unmarshal(val, &c.DryRun)
 		case "return":
 			err = json.Unmarshal(val, &c.Return)
+		case "base":
+			err = json.Unmarshal(val, &c.Base)
 		default:
 			// unknown fields are allowed (forward compatibility) but must be JSON
 			if !json.Valid(val) {
@@ -286,6 +327,16 @@ func decodeCompile(body []byte) (*CompileCall, error) {
 	case ReturnRequest, ReturnPlan:
 	default:
 		return nil, fmt.Errorf(`"return" is %q: want "request" or "plan"`, c.Return)
+	}
+	if b := c.Base; b != nil {
+		switch {
+		case b.CompileID == "":
+			return nil, errors.New(`"base.compileId" is required`)
+		case b.Messages < 1:
+			return nil, fmt.Errorf(`"base.messages" is %d: want at least 1 (a request that shares nothing is a full compile)`, b.Messages)
+		case !isSHA256Hex(b.Digest):
+			return nil, errors.New(`"base.digest" is not a lowercase hex SHA-256 (64 characters)`)
+		}
 	}
 	return &c, nil
 }

@@ -25,6 +25,39 @@
 //     --min-body-rate is 408 body_timeout. A compile whose caller went away
 //     records nothing.
 //
+// # Compile by reference
+//
+// A compile may name, in base, a compile bindery answered on the same
+// conversation, and send in request only the messages after those it
+// shares with that compile's request:
+//
+//	{"conversation": ..., "return": "plan", "request": {...the request, messages: the new ones...},
+//	 "base": {"compileId": "c_...", "messages": N, "digest": "<sha256 hex>"}}
+//
+// N is how many of the base request's messages the request begins with;
+// digest is the SHA-256 of those N messages' bytes as the base request
+// carried them, from the first message's first byte to the N-th's last,
+// separators included (a JSON.stringify host: the N messages' strings
+// joined with ","). bindery checks the digest against the bytes it kept,
+// rebuilds the whole request (its shared messages, then request's) and
+// compiles that: the answer is exactly a full compile's, and paths in it
+// count the whole request's messages. The host applies the plan
+// (return: "plan") to its own request; return: "request" answers the whole
+// rewritten request. The rebuilt request is bounded by --max-body and
+// --max-messages as a whole one is.
+//
+// The base is refused, nothing recorded, with 409 base_unknown when bindery
+// does not hold its bytes (a compile it never made, another conversation's,
+// a dry run's, one evicted: it keeps the newest 2 real compiles of each
+// conversation, 256 MiB in all, least recently used out first, in memory
+// only, so none survives a restart), and 409 base_mismatch when the digest
+// differs or the base has fewer than N messages. The host then compiles in
+// full: a changed old message costs a strip, never a refusal, because
+// bindery never decides on bytes it did not check. The compile event of a
+// compile by reference names its base (base). The pi extension compiles
+// every turn after a run's first by reference, on a kept-alive connection,
+// and compiles in full on base_unknown or base_mismatch.
+//
 // POST /v1/accept: reply may be in Bedrock Converse's shape (the message,
 // a whole Converse response: output.message, or a ConverseStream
 // response's events as a JSON array, assembled by

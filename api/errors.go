@@ -27,6 +27,11 @@ import (
 //	body_timeout          [408] the request body arrived slower than --min-body-rate (after --body-grace)
 //	conflict              [409] reserved: the request contradicts recorded state (no endpoint answers it yet)
 //	dry_run_compile       [409] accept of a dry-run compile
+//	base_unknown          [409] a compile by reference whose base bindery does not hold (never made, another
+//	                            conversation's, a dry run, or evicted: bindery holds the newest bases of the
+//	                            most recent conversations, and none across a restart); compile in full
+//	base_mismatch         [409] a compile by reference whose shared messages are not the base's (the digest
+//	                            differs, or the base has fewer messages); compile in full
 //	body_too_large        [413] the request body exceeds the daemon's limit (--max-body)
 //	unsupported_media     [415] a request body that is not JSON
 //	internal              [500] a bug inside bindery; details are in the daemon's log
@@ -60,6 +65,8 @@ var codeStatus = map[string]int{
 	CodeCompileForgotten:    http.StatusNotFound,
 	CodeUnknownConversation: http.StatusNotFound,
 	CodeDryRunCompile:       http.StatusConflict,
+	CodeBaseUnknown:         http.StatusConflict,
+	CodeBaseMismatch:        http.StatusConflict,
 	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 	CodeConflict:            http.StatusConflict,
 	CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,

@@ -97,6 +97,9 @@ func (l Limits) checkCompile(c *CompileCall) *Error {
 		errs = append(errs, checkLen("compile", "parent.conversation", c.Parent.Conversation, l.ID, "--max-id"),
 			checkLen("compile", "parent.branch", c.Parent.Branch, l.ID, "--max-id"))
 	}
+	if c.Base != nil {
+		errs = append(errs, checkLen("compile", "base.compileId", c.Base.CompileID, l.ID, "--max-id"))
+	}
 	return firstErr(errs...)
 }
 

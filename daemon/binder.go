@@ -44,6 +44,8 @@ type Binder struct {
 
 	parsers sync.Pool
 	memos   memoSet
+	bases   baseStore // compile by reference (bases.go)
+	maxBody int
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 }
@@ -59,6 +61,9 @@ type BinderConfig struct {
 	// MaxMessages bounds a compiled request's messages (0:
 	// DefaultMaxMessages).
 	MaxMessages int
+	// MaxBody bounds the whole request a compile by reference rebuilds, as
+	// --max-body bounds one sent whole (0: api.DefaultMaxBody).
+	MaxBody int64
 }
 
 // NewBinder returns a Binder writing through j.
@@ -72,7 +77,10 @@ func NewBinder(j *Journal, cfg BinderConfig) *Binder {
 	if cfg.MaxMessages <= 0 {
 		cfg.MaxMessages = DefaultMaxMessages
 	}
-	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles.Normalized(), follow: cfg.Follow, log: cfg.Logger, maxMessages: cfg.MaxMessages,
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = api.DefaultMaxBody
+	}
+	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles.Normalized(), follow: cfg.Follow, log: cfg.Logger, maxMessages: cfg.MaxMessages, maxBody: int(cfg.MaxBody),
 		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}}
 }
 

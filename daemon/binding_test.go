@@ -283,6 +283,31 @@ func BenchmarkCompileRoundTrip1MB(b *testing.B) {
 			post(b, "/v1/compile", plan)
 		}
 	})
+	// By reference (bases.go): each compile names the one before it and
+	// sends the last two messages; the plan comes back. SetBytes is the
+	// whole request's, so MB/s compares with compile-plan.
+	b.Run("compile-by-reference", func(b *testing.B) {
+		msgs := messagesOf(b, body)
+		n := len(msgs) - 2
+		digest := digestOf(msgs[:n])
+		tail := bodyWithModel(body, msgs[n:])
+		var prev api.CompileAnswer
+		first, _ := json.Marshal(map[string]any{"conversation": "big-ref", "return": "plan", "request": json.RawMessage(body)})
+		if err := json.Unmarshal(post(b, "/v1/compile", first), &prev); err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(plan(body))))
+		var sent int
+		for b.Loop() {
+			c, _ := json.Marshal(map[string]any{"conversation": "big-ref", "return": "plan", "request": tail,
+				"base": map[string]any{"compileId": prev.CompileID, "messages": n, "digest": digest}})
+			sent = len(c)
+			if err := json.Unmarshal(post(b, "/v1/compile", c), &prev); err != nil || prev.ThinkingKept != 250 {
+				b.Fatalf("by reference: kept %d, %v", prev.ThinkingKept, err)
+			}
+		}
+		b.ReportMetric(float64(sent), "sent-B")
+	})
 	b.Run("echo", func(b *testing.B) {
 		b.SetBytes(int64(len(call)))
 		for b.Loop() {
@@ -297,6 +322,22 @@ func BenchmarkCompileRoundTrip1MB(b *testing.B) {
 			}
 		}
 	})
+}
+
+// plan is a return=plan compile call of body, as bytes.
+func plan(body []byte) []byte {
+	b, _ := json.Marshal(map[string]any{"conversation": "big", "return": "plan", "request": json.RawMessage(body)})
+	return b
+}
+
+// bodyWithModel is body with its messages replaced.
+func bodyWithModel(body []byte, msgs []json.RawMessage) json.RawMessage {
+	var v map[string]json.RawMessage
+	json.Unmarshal(body, &v)
+	m, _ := json.Marshal(msgs)
+	v["messages"] = m
+	out, _ := json.Marshal(v)
+	return out
 }
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {

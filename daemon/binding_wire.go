@@ -19,6 +19,7 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 	b := NewBinder(j, BinderConfig{
 		Models:      d.cfg.ModelTable,
 		MaxMessages: d.cfg.MaxMessages,
+		MaxBody:     d.cfg.MaxBody,
 		Compiles:    binding.Retention{Tombstones: d.cfg.AcceptedWindow},
 		Logger:      d.log.With("component", "binding"),
 		Follow:      func(_ context.Context, path string) error { return d.watch.Follow(path) },

@@ -13,6 +13,19 @@ import (
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
+	if call.Base != nil {
+		// By reference: the whole request rebuilt, then compiled as one
+		// sent whole (bases.go).
+		whole, err := b.bases.rebuild(call, b.maxBody)
+		if err != nil {
+			return nil, err
+		}
+		b.log.Debug("compile by reference", "conversation", call.Conversation, "base", call.Base.CompileID,
+			"shared", call.Base.Messages, "sent", len(call.Request), "whole", len(whole))
+		full := *call
+		full.Request = whole // Base stays: the compile event names it
+		call = &full
+	}
 	req, err := b.parse(ctx, call.Conversation, call.Request)
 	switch {
 	case errors.Is(err, binding.ErrCanceled):
@@ -62,6 +75,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		}
 		b.byID[id] = call.Conversation
 		b.mu.Unlock()
+		b.bases.put(id, call.Conversation, call.Request, req)
 	}
 	return compileAnswer(call, req, compiled), nil
 }
@@ -196,6 +210,9 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		}
 		if compiled.FirstAfterEngagement {
 			fields["firstAfterEngagement"] = true
+		}
+		if call.Base != nil {
+			fields["base"] = call.Base.CompileID // compiled by reference
 		}
 		if len(stampRows) > 0 {
 			fields["stamped"] = len(stampRows)

@@ -16,6 +16,8 @@ import {
   toConverseReply,
   withTransformationsPointer,
 } from "./converse.js";
+import type { Hash } from "node:crypto";
+import { applyPlan, compileBaseMemo, isMessagesThinking, messagesText, sharedDigest, type CompileBaseMemo } from "./plan.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -25,6 +27,8 @@ export const DROP_BLOCK_BETA = "thinking-binding-controls-2026-08-01";
 /** bindery's compile answer (api.md), the fields this extension reads. */
 export interface CompileAnswer {
   compileId?: string;
+  /** false: not a body bindery binds (nothing recorded; no base for the next compile). */
+  bound?: boolean;
   engaged?: boolean;
   thinkingStripped?: number;
   strips?: { path: string; reason: string; tokens?: number }[];
@@ -64,6 +68,8 @@ const TRANSFORMATIONS_WAIT_MS = 1000;
 /** Per-session counters shown in the footer. */
 interface SessionState {
   id: string;
+  /** The last compile bindery answered in this session, for sending the next by reference. */
+  base?: CompileBaseMemo;
   /** Signatures of blocks bindery stripped this session (distinct). */
   stripped: Set<string>;
   /** Thinking blocks replayed in the last request. */
@@ -226,29 +232,46 @@ export class BinderyBridge {
     const branch = ctx.sessionManager.getLeafId() ?? undefined;
     const sessionFile = ctx.sessionManager.getSessionFile();
     const parent = parentBranch(ctx, session, branch);
-    let answer: CompileAnswer;
+    // What bindery reads (on Bedrock the AWS JSON of pi's payload), and its messages as the
+    // call will carry them, for compiling this turn and the next by reference.
+    const request = (converse ? converseRequest(payload) : payload) as Record<string, unknown> & { messages: unknown[] };
+    const base = session.base;
+    const { text, shared } = messagesText(request.messages, base);
+    const call = { conversation, branch, sessionFile, parent, return: "plan" };
+    let answer: CompileAnswer | undefined;
+    let hash: Hash | undefined;
     try {
-      answer = await this.client.call<CompileAnswer>(
-        "POST",
-        "/v1/compile",
-        { conversation, branch, sessionFile, parent, request: converse ? converseRequest(payload) : payload, return: "request" },
-        this.settings.compileTimeoutMs,
-        ctx.signal,
-      );
-      if (!isObject(answer) || !isObject(answer.request) || !Array.isArray((answer.request as { messages?: unknown }).messages)) {
-        throw new BinderyError("protocol", "bindery /v1/compile: answer carries no rewritten request");
+      if (base && shared > 0) {
+        // By reference: only the messages after those the last compile sent, the shared
+        // ones proven by their digest. A base bindery no longer holds, or one it finds
+        // different, is answered with a full compile, at once.
+        const d = sharedDigest(base, text, shared);
+        try {
+          answer = await this.compile(
+            { ...call, base: { compileId: base.compileId, messages: shared, digest: d.digest }, request: { ...request, messages: request.messages.slice(shared) } },
+            ctx,
+          );
+          hash = d.hash;
+        } catch (err) {
+          if (!(err instanceof BinderyError && err.kind === "http" && (err.code === "base_unknown" || err.code === "base_mismatch"))) throw err;
+          session.base = undefined;
+        }
       }
+      answer ??= await this.compile({ ...call, request }, ctx);
     } catch (err) {
       // The user aborted the turn: pi drops the request; nothing failed.
       if (err instanceof BinderyError && err.kind === "aborted") return undefined;
+      session.base = undefined;
       return this.failedCompile(ctx, session, payload, converse, err);
     }
     let sent: Record<string, unknown>;
     try {
-      sent = converse ? conversePlanned(payload, answer) : (answer.request as Record<string, unknown>);
+      sent = converse ? conversePlanned(payload, answer) : messagesPlanned(payload, answer);
     } catch (err) {
+      session.base = undefined;
       return this.failedCompile(ctx, session, payload, converse, new BinderyError("protocol", `bindery /v1/compile: ${err instanceof Error ? err.message : String(err)}`));
     }
+    session.base = answer.bound === true && typeof answer.compileId === "string" ? compileBaseMemo(answer.compileId, text, hash, shared) : undefined;
     this.counters.compiles++;
     if (branch) session.compiledLeaves.add(branch);
     this.succeeded(ctx);
@@ -258,6 +281,7 @@ export class BinderyBridge {
       if (key !== undefined) session.stripped.add(key);
     }
     const tagged = session.dropBlock && this.routeAcceptsDropBlock(ctx.model);
+    const planned = sent;
     if (tagged) sent = withDropBlock(sent);
     session.kept = converse ? countConverseThinking(sent) : countThinking(sent);
     if (typeof answer.compileId === "string" && answer.compileId !== "") {
@@ -265,11 +289,20 @@ export class BinderyBridge {
       this.pending = { compileId: answer.compileId, conversation, branch, model, sent, converse };
       // Drops are reported when the request asked for them: on Anthropic's API with the
       // drop_block this extension added, on Bedrock with the pointer converse.ts adds.
-      const asked = converse ? asksTransformations(sent) : tagged && sent !== answer.request;
+      const asked = converse ? asksTransformations(sent) : tagged && sent !== planned;
       if (asked) this.pending.transformations = this.expecting = deferred();
     }
     this.showStatus(ctx);
     return sent;
+  }
+
+  /** POST /v1/compile for a plan; an answer without one is a protocol failure. */
+  private async compile(call: Record<string, unknown>, ctx: PiContext): Promise<CompileAnswer> {
+    const answer = await this.client.call<CompileAnswer>("POST", "/v1/compile", call, this.settings.compileTimeoutMs, ctx.signal);
+    if (!isObject(answer) || typeof answer.compileId !== "string" || !Array.isArray(answer.strips)) {
+      throw new BinderyError("protocol", "bindery /v1/compile: answer carries no plan");
+    }
+    return answer;
   }
 
   /** A compile that failed: pi's payload goes out unchanged (failOpen) or without thinking. */
@@ -504,6 +537,13 @@ export function isCacheWarming(payload: Record<string, unknown>): boolean {
   if (payload.max_tokens === 1) return true;
   const ic = payload.inferenceConfig; // Bedrock Converse
   return isObject(ic) && ic.maxTokens === 1;
+}
+
+/** The Messages payload to send: bindery's plan (strips, emptied messages) applied to pi's own object. */
+function messagesPlanned(payload: Record<string, unknown>, answer: CompileAnswer): Record<string, unknown> {
+  const strips = Array.isArray(answer.strips) ? answer.strips : [];
+  const dropped = Array.isArray(answer.droppedMessages) ? answer.droppedMessages : [];
+  return applyPlan(payload as Record<string, unknown> & { messages: unknown[] }, strips, dropped, isMessagesThinking);
 }
 
 /**

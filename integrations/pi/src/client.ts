@@ -1,4 +1,4 @@
-import { request } from "node:http";
+import { Agent, request, type ClientRequest } from "node:http";
 
 /** Why a call to bindery did not produce an answer. */
 export type FailureKind = "down" | "timeout" | "http" | "protocol" | "aborted";
@@ -17,14 +17,39 @@ export class BinderyError extends Error {
 
 /**
  * HTTP/1.1 + JSON over bindery's Unix socket with node:http only. Every call has a hard
- * deadline covering connect, send and the whole answer; no retries (the caller fails open).
+ * deadline covering connect, send and the whole answer. The connection is kept alive
+ * between calls (a turn's compile and accept, and the next turn's, share it); idle, it
+ * does not keep pi's process alive (node's agent unrefs a free socket). The one retry: a
+ * call whose kept-alive connection the daemon had already closed (it restarted, or its
+ * idle timeout passed) is sent once more on a new one; nothing else is retried (the
+ * caller fails open).
  */
 export class BinderyClient {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 4 });
+
   constructor(readonly socketPath: string) {}
+
+  /** Closes the kept-alive connections. */
+  close(): void {
+    this.agent.destroy();
+  }
 
   /** `signal`: pi's abort signal for the turn; an abort ends the wait at once. */
   call<T>(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<T> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8");
+    const deadline = Date.now() + timeoutMs;
+    return this.send<T>(method, path, payload, timeoutMs, deadline, signal, true);
+  }
+
+  private send<T>(
+    method: "GET" | "POST",
+    path: string,
+    payload: Buffer | undefined,
+    timeoutMs: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+    mayRetry: boolean,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
       const onAbort = () => finish(new BinderyError("aborted", `bindery ${method} ${path}: aborted`));
@@ -38,7 +63,7 @@ export class BinderyClient {
           reject(err);
         } else resolve(value as T);
       };
-      const req = request({
+      const req: ClientRequest = request({
         socketPath: this.socketPath,
         path,
         method,
@@ -47,13 +72,21 @@ export class BinderyClient {
           accept: "application/json",
           ...(payload ? { "content-type": "application/json", "content-length": payload.length } : {}),
         },
-        agent: false,
+        agent: this.agent,
       });
       const timer = setTimeout(
         () => finish(new BinderyError("timeout", `bindery ${method} ${path}: no answer within ${timeoutMs} ms`)),
-        timeoutMs,
+        Math.max(0, deadline - Date.now()),
       );
       req.on("error", (err: NodeJS.ErrnoException) => {
+        if (mayRetry && req.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE") && !settled && !signal?.aborted) {
+          // The daemon closed the kept-alive connection before this call reached it.
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          this.send<T>(method, path, payload, timeoutMs, deadline, signal, false).then(resolve, reject);
+          return;
+        }
         const down = err.code === "ENOENT" || err.code === "ECONNREFUSED" || err.code === "EACCES" || err.code === "ENOTSOCK";
         finish(new BinderyError(down ? "down" : "protocol", `bindery ${method} ${path}: ${err.code ?? err.message} (${this.socketPath})`));
       });

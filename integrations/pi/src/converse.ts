@@ -9,6 +9,7 @@
 
 import type { PiAssistantMessage } from "./pi-types.js";
 import { dropLoneSurrogates } from "./wire.js";
+import { applyPlan } from "./plan.js";
 
 export const CONVERSE_API = "bedrock-converse-stream";
 /** The JSON Pointer Converse takes in additionalModelResponseFieldPaths to return the model's input_transformations. */
@@ -58,53 +59,20 @@ function pathPos(path: string): [number, number] | undefined {
   return m ? [Number(m[1]), Number(m[2])] : undefined;
 }
 
-function messagePos(path: string): number | undefined {
-  const m = /^messages\.(\d+)$/.exec(path);
-  return m ? Number(m[1]) : undefined;
-}
-
 /**
- * bindery's plan applied to pi's payload: the blocks at the strips' paths and the messages
- * it names as emptied are left out (paths index the payload as pi built it). Everything
- * else is pi's own object, Uint8Arrays included. Returns the payload itself when the plan
- * removes nothing; a path that names no reasoning block is an error (the plan is not this
- * payload's), so the caller sends pi's payload as is.
+ * bindery's plan applied to pi's payload (plan.ts): the blocks at the strips' paths and the
+ * messages it names as emptied are left out (paths index the payload as pi built it).
+ * Everything else is pi's own object, Uint8Arrays included.
  */
 export function applyConversePlan(
   payload: Record<string, unknown> & { messages: unknown[] },
   strips: { path?: unknown }[],
   dropped: unknown[],
 ): Record<string, unknown> {
-  if (strips.length === 0 && dropped.length === 0) return payload;
-  const cut = new Map<number, Set<number>>();
-  for (const s of strips) {
-    const p = typeof s?.path === "string" ? pathPos(s.path) : undefined;
-    if (!p) throw new Error(`bindery plan: strip path ${String(s?.path)} is not messages.N.content.M`);
-    const block = (payload.messages[p[0]] as { content?: unknown[] } | undefined)?.content?.[p[1]];
-    if (!isObject(block) || !isObject(block.reasoningContent)) throw new Error(`bindery plan: ${s.path} is not a reasoning block`);
-    (cut.get(p[0]) ?? cut.set(p[0], new Set()).get(p[0])!).add(p[1]);
-  }
-  const gone = new Set<number>();
-  for (const d of dropped) {
-    const n = typeof d === "string" ? messagePos(d) : undefined;
-    if (n === undefined || n >= payload.messages.length) throw new Error(`bindery plan: dropped message ${String(d)} is not in the request`);
-    gone.add(n);
-  }
-  const messages: unknown[] = [];
-  payload.messages.forEach((m, i) => {
-    if (gone.has(i)) return;
-    const c = cut.get(i);
-    if (!c) {
-      messages.push(m);
-      return;
-    }
-    const content = ((m as { content: unknown[] }).content ?? []).filter((_b, j) => !c.has(j));
-    messages.push({ ...(m as object), content });
-  });
-  return { ...payload, messages };
+  return applyPlan(payload, strips, dropped, isReasoning, "reasoning block");
 }
 
-function isReasoning(b: unknown): boolean {
+export function isReasoning(b: unknown): boolean {
   return isObject(b) && isObject(b.reasoningContent);
 }
 

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { BinderyBridge } from "../src/bridge.js";
 import { defaultSettings, type BinderySettings } from "../src/settings.js";
 import { FakeCtx, samplePayload, sampleReply, uiReporter } from "./helpers.js";
@@ -12,7 +13,7 @@ function settingsFor(socketPath: string, over: Partial<BinderySettings> = {}): B
 const BOUND_400 =
   '400 messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".';
 
-test("compile sends session, leaf, file and payload; the answer's request is what pi sends", async (t) => {
+test("compile sends session, leaf, file and payload; the answer's plan applied to pi's payload is what pi sends", async (t) => {
   const d = await new StubDaemon().start();
   t.after(() => d.stop());
   const stripped = samplePayload();
@@ -31,7 +32,7 @@ test("compile sends session, leaf, file and payload; the answer's request is wha
     branch: "leaf-1",
     sessionFile: "/tmp/sessions/s.jsonl",
     request: payload,
-    return: "request",
+    return: "plan",
   });
   assert.equal(ctx.status, "bindery ✓ thinking kept 0 · stripped 1");
 
@@ -442,4 +443,130 @@ test("pi's own block_binding is left as pi set it", async () => {
   const { withDropBlock } = await import("../src/bridge.js");
   const r = { thinking: { type: "adaptive", block_binding: { prefix_mismatch_behavior: "error" } } };
   assert.equal(withDropBlock(r), r);
+});
+
+/** The payload of the next turn: pi's history, the reply and a tool result, the cache marker moved to the end. */
+function nextTurn(prev: Record<string, any>): Record<string, any> {
+  const p = structuredClone(prev);
+  delete p.messages[p.messages.length - 1].content[0].cache_control;
+  p.messages.push(
+    { role: "assistant", content: [{ type: "thinking", thinking: "t2", signature: "SIG2" }, { type: "tool_use", id: "toolu_2", name: "bash", input: { command: "pwd" } }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "/w", is_error: false, cache_control: { type: "ephemeral" } }] },
+  );
+  return p;
+}
+
+function digest(messages: unknown[]): string {
+  return createHash("sha256").update(messages.map((m) => JSON.stringify(m)).join(",")).digest("hex");
+}
+
+test("the next compile goes by reference: the new messages only, the shared ones by their digest, the plan applied to pi's payload", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  let n = 0;
+  d.handler = (call, res) => {
+    if (call.path !== "/v1/compile") return json(res, 200, { accepted: true });
+    n++;
+    // the second compile strips SIG1 (messages.1.content.0), a block of the shared part
+    const strips = n === 2 ? [{ path: "messages.1.content.0", reason: "released" }] : [];
+    json(res, 200, { compileId: `c_${n}`, bound: true, engaged: true, thinkingStripped: strips.length, strips, droppedMessages: [] });
+  };
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const first = samplePayload();
+  await b.beforeProviderRequest(first, ctx);
+  const second = nextTurn(first);
+  const out = (await b.beforeProviderRequest(second, ctx)) as Record<string, any>;
+  const call = d.calls[1].body;
+  // the last message of the first request lost its cache marker: the shared part is the first two
+  assert.deepEqual(call.base, { compileId: "c_1", messages: 2, digest: digest(second.messages.slice(0, 2)) });
+  assert.deepEqual(call.request.messages, second.messages.slice(2));
+  assert.equal(call.request.model, second.model);
+  assert.equal(call.return, "plan");
+  const want = structuredClone(second);
+  want.messages[1].content.shift();
+  assert.deepEqual(out, want);
+  assert.equal(second.messages[1].content.length, 2, "pi's own payload is not changed in place");
+  assert.deepEqual(b.counters, { compiles: 2, accepts: 0, releases: 0, failures: 0, warms: 0, unmapped: 0 });
+  // Turn after turn the digest grows from the last one's hash state: each is still the
+  // SHA-256 of every shared message's text, and a non-ASCII character counts as UTF-8.
+  let prev = second;
+  for (let turn = 3; turn <= 6; turn++) {
+    const next = nextTurn(prev);
+    if (turn === 5) next.messages[next.messages.length - 1].content[0].content = "héllo ✓ \u2028";
+    await b.beforeProviderRequest(next, ctx);
+    const c = d.calls[d.calls.length - 1].body;
+    assert.equal(c.base.messages, prev.messages.length - 1, `turn ${turn}`);
+    assert.equal(c.base.digest, digest(next.messages.slice(0, c.base.messages)), `turn ${turn}: digest`);
+    prev = next;
+  }
+  // An edit far back: the shared part ends before it, found by bisection.
+  const edited = nextTurn(prev);
+  edited.messages[3].content[1].input.command = "rm -rf /";
+  await b.beforeProviderRequest(edited, ctx);
+  const c = d.calls[d.calls.length - 1].body;
+  assert.equal(c.base.messages, 3);
+  assert.equal(c.base.digest, digest(edited.messages.slice(0, 3)));
+});
+
+test("a base bindery does not hold, or finds different: the same turn compiles in full, nothing failed", async (t) => {
+  for (const code of ["base_unknown", "base_mismatch"]) {
+    const d = await new StubDaemon().start();
+    t.after(() => d.stop());
+    let n = 0;
+    d.handler = (call, res) => {
+      if (call.body.base) return json(res, 409, { error: { code, message: "compile in full" } });
+      n++;
+      json(res, 200, { compileId: `c_${n}`, bound: true, engaged: true, thinkingStripped: 0, strips: [], droppedMessages: [] });
+    };
+    const ctx = new FakeCtx();
+    const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+    const first = samplePayload();
+    await b.beforeProviderRequest(first, ctx);
+    const second = nextTurn(first);
+    const out = await b.beforeProviderRequest(second, ctx);
+    assert.deepEqual(out, second, code);
+    assert.equal(d.calls.length, 3, `${code}: the full compile follows the refused one`);
+    assert.ok(d.calls[1].body.base && !d.calls[2].body.base, code);
+    assert.deepEqual(d.calls[2].body.request, second, code);
+    assert.equal(b.counters.failures, 0, code);
+    assert.equal(ctx.notes.length, 0, code);
+  }
+});
+
+test("an old message pi changed ends the shared part before it; another error is a failure, not a second try", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  let n = 0;
+  d.handler = (call, res) => {
+    n++;
+    if (n === 3) return json(res, 500, { error: { code: "internal", message: "boom" } });
+    json(res, 200, { compileId: `c_${n}`, bound: true, engaged: true, thinkingStripped: 0, strips: [], droppedMessages: [] });
+  };
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const first = samplePayload();
+  await b.beforeProviderRequest(first, ctx);
+  const second = nextTurn(first);
+  second.messages[1].content[1].input.command = "ls -la"; // a pruner's edit of the first reply
+  await b.beforeProviderRequest(second, ctx);
+  assert.equal(d.calls[1].body.base.messages, 1);
+  assert.deepEqual(d.calls[1].body.request.messages, second.messages.slice(1));
+  const third = nextTurn(second);
+  const out = await b.beforeProviderRequest(third, ctx);
+  assert.equal(out, undefined, "failOpen: pi's payload as it is");
+  assert.equal(d.calls.length, 3);
+  assert.equal(b.counters.failures, 1);
+});
+
+test("an unbound answer (a body bindery does not bind) is no base", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = (call, res) => json(res, 200, { compileId: "u_1", bound: false, engaged: false, thinkingStripped: 0, strips: [], droppedMessages: [] });
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const first = samplePayload();
+  await b.beforeProviderRequest(first, ctx);
+  await b.beforeProviderRequest(nextTurn(first), ctx);
+  assert.equal(d.calls[1].body.base, undefined);
 });

@@ -71,6 +71,11 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
     assert.equal(conv.body.engaged, true);
     assert.equal(conv.body.compiles, reqs.length);
     assert.equal(conv.body.stamps, minted(reqs).length);
+    // Within a pi run every compile after the first went by reference (a new pi process
+    // starts with no base), but the session's second request: pi moved the cache marker
+    // off its only earlier message, so the two share no message. 7 requests in 3 runs.
+    const byRef = d.log.split("\n").filter((l) => l.includes("compile by reference")).length;
+    assert.equal(byRef, reqs.length - runs.length - 1, `compiles by reference in bindery's log:\n${d.log.slice(-3000)}`);
   });
 
   test("history rewrite by a pruner extension mid-session: stale thinking stripped, the rest kept, nothing refused", async (t) => {

@@ -1,0 +1,183 @@
+package daemon
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/api/jsonscan"
+	"github.com/my-pi/bindery/binding"
+)
+
+// Compile by reference (api.CompileBase): the host sends only the messages
+// after those its request shares with an earlier compile's, and bindery
+// rebuilds the whole request from the bytes it kept of that compile. The
+// rebuilt request is then compiled exactly as a full one would be, so the
+// answer cannot differ; and the shared part is checked, by digest, against
+// bindery's own bytes, so a host that changed an old message gets
+// base_mismatch (and compiles in full: the change costs a strip, never a
+// refusal), not a decision on bytes it did not send.
+//
+// What is kept, and for how long (decisions where the design is silent):
+//   - the request bytes of each real compile (not dry runs, not unbound
+//     bodies), the newest basesPerConversation per conversation: a host
+//     names its last compile, or the one before after a retry;
+//   - at most basesMaxBytes in all, the least recently used evicted first; a
+//     request larger than that is not kept;
+//   - in memory only: after a restart every base is unknown, and the host's
+//     next compile is a full one.
+const (
+	basesPerConversation = 2
+	basesMaxBytes        = 256 << 20
+)
+
+// base is one compile's request as bindery decided on it.
+type base struct {
+	id, conversation string
+	body             []byte
+	msgs             []binding.Span // each message's bytes in body
+	used             uint64
+}
+
+// baseStore holds the bases.
+type baseStore struct {
+	maxBytes int // 0: basesMaxBytes
+	mu       sync.Mutex
+	tick     uint64
+	bytes    int
+	byID     map[string]*base
+	byConv   map[string][]string // ids, oldest first
+}
+
+// put keeps req (parsed from body) as compile id's base.
+func (s *baseStore) put(id, conversation string, body []byte, req *binding.Request) {
+	limit := s.maxBytes
+	if limit <= 0 {
+		limit = basesMaxBytes
+	}
+	if len(body) > limit || req == nil {
+		return
+	}
+	msgs := make([]binding.Span, len(req.Messages))
+	for i := range req.Messages {
+		msgs[i] = req.Messages[i].Span
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID, s.byConv = map[string]*base{}, map[string][]string{}
+	}
+	s.tick++
+	s.byID[id] = &base{id: id, conversation: conversation, body: body, msgs: msgs, used: s.tick}
+	s.bytes += len(body)
+	ids := append(s.byConv[conversation], id)
+	for len(ids) > basesPerConversation {
+		s.dropLocked(ids[0])
+		ids = ids[1:]
+	}
+	s.byConv[conversation] = ids
+	for s.bytes > limit {
+		var oldest *base
+		for _, b := range s.byID {
+			if oldest == nil || b.used < oldest.used {
+				oldest = b
+			}
+		}
+		s.dropLocked(oldest.id)
+		s.byConv[oldest.conversation] = removeID(s.byConv[oldest.conversation], oldest.id)
+		if len(s.byConv[oldest.conversation]) == 0 {
+			delete(s.byConv, oldest.conversation)
+		}
+	}
+}
+
+func (s *baseStore) dropLocked(id string) {
+	if b := s.byID[id]; b != nil {
+		s.bytes -= len(b.body)
+		delete(s.byID, id)
+	}
+}
+
+func removeID(ids []string, id string) []string {
+	out := ids[:0]
+	for _, x := range ids {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (s *baseStore) get(id string) (*base, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.byID[id]
+	if ok {
+		s.tick++
+		b.used = s.tick
+	}
+	return b, ok
+}
+
+// rebuild is the whole request of a compile by reference: the base's
+// shared messages, checked against the host's digest, then the messages
+// the host sent, in the host's request. maxBody bounds the result.
+func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, error) {
+	ref := call.Base
+	b, ok := s.get(ref.CompileID)
+	if !ok || b.conversation != call.Conversation {
+		return nil, api.Errorf(api.CodeBaseUnknown, "compile by reference: bindery holds no request of compile %q in conversation %q (compile in full)", ref.CompileID, call.Conversation)
+	}
+	if ref.Messages > len(b.msgs) {
+		return nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(b.msgs), ref.Messages)
+	}
+	shared := b.body[b.msgs[0].Start:b.msgs[ref.Messages-1].End]
+	sum := sha256.Sum256(shared)
+	if hex.EncodeToString(sum[:]) != ref.Digest {
+		return nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: the first %d messages are not those of compile %q (digest differs; compile in full)", ref.Messages, ref.CompileID)
+	}
+	tail := call.Request
+	if !jsonscan.Valid(tail) {
+		return nil, api.Errorf(api.CodeBadRequest, "compile: request: not valid JSON")
+	}
+	start, end, ok := messagesArray(tail)
+	if !ok {
+		return nil, api.Errorf(api.CodeBadRequest, "compile by reference: the request has no messages array")
+	}
+	empty := jsonscan.SkipSpace(tail, start+1) == end-1
+	n := len(tail) + len(shared) + 1
+	if n > maxBody {
+		return nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
+	}
+	var out bytes.Buffer
+	out.Grow(n)
+	out.Write(tail[:start+1])
+	out.Write(shared)
+	if !empty {
+		out.WriteByte(',')
+	}
+	out.Write(tail[start+1:])
+	return out.Bytes(), nil
+}
+
+// messagesArray is where the top-level "messages" array of a valid JSON
+// object lies: b[start] is its '[', b[end-1] its ']'.
+func messagesArray(b []byte) (start, end int, ok bool) {
+	i := jsonscan.SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, 0, false
+	}
+	for {
+		key, v, more := jsonscan.NextMember(b, &i)
+		if !more {
+			return 0, 0, false
+		}
+		vend, _ := jsonscan.SkipValue(b, v)
+		if string(key) == "messages" && b[v] == '[' {
+			return v, vend, true
+		}
+		i = vend
+	}
+}
