@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/watcher"
@@ -56,9 +58,15 @@ type PendingBreak struct {
 
 // Walk is the state of the walk along the branch after its last entry.
 type Walk struct {
-	// Path holds the ids of the branch's entries, root first ("" for an
-	// entry without one): a position is an index into it.
-	Path []string `json:"path"`
+	// Path holds the ids of the branch's entries, root first, each ended
+	// by a newline ("" for an entry without one; a backslash or newline in
+	// an id escaped): a position is a line number. One string, not a list,
+	// so that extending a long session decodes it at a memcpy's cost and
+	// splits it only for a compaction or context edit. Len counts its
+	// lines, Leaf is the last id.
+	Path string `json:"path"`
+	Len  int    `json:"len"`
+	Leaf string `json:"leaf,omitempty"`
 	// Tree: some entry on the branch has a parentId (else, pi v1, the
 	// branch is every entry in file order).
 	Tree bool `json:"tree,omitempty"`
@@ -165,10 +173,10 @@ func (a *Aggregate) Extend(entries []watcher.Entry, prices *Prices) bool {
 	k := &a.Walk
 	for i := range entries {
 		e := &entries[i]
-		if n := len(k.Path); n == 0 {
+		if n := k.Len; n == 0 {
 			k.Tree = e.ParentID != ""
 		} else {
-			leaf := k.Path[n-1]
+			leaf := k.Leaf
 			switch {
 			case !k.Tree && e.ParentID == "":
 				// Still linear: every entry is on the branch.
@@ -206,8 +214,11 @@ type walker struct {
 	prices *Prices // tracked: records a lookup
 	used   *bool
 	fp     string
-	posOf  map[string]int // id -> its last position on the path
-	full   *fullRun
+	// path is "\n" + Walk.Path + what this walk appended; posOf maps an
+	// id to its last position, built from path when first needed.
+	path  []byte
+	posOf map[string]int
+	full  *fullRun
 }
 
 // fullRun is what Analyze keeps beyond an aggregate: every request (with
@@ -222,6 +233,7 @@ func newWalker(a *Aggregate, prices *Prices, full bool) *walker {
 	a.Sums.Version = AggregateVersion
 	tp, used := prices.tracked()
 	w := &walker{a: a, prices: tp, used: used, fp: prices.Fingerprint()}
+	w.path = append(append(make([]byte, 0, len(a.Walk.Path)+1+1024), '\n'), a.Walk.Path...)
 	if full {
 		w.full = &fullRun{}
 	}
@@ -230,25 +242,57 @@ func newWalker(a *Aggregate, prices *Prices, full bool) *walker {
 
 // onPath says whether id names an entry on the branch.
 func (w *walker) onPath(id string) bool {
-	w.index()
-	_, ok := w.posOf[id]
-	return ok
+	if w.posOf != nil {
+		_, ok := w.posOf[id]
+		return ok
+	}
+	return bytes.Contains(w.path, []byte("\n"+escapeID(id)+"\n"))
 }
 
-func (w *walker) index() {
-	if w.posOf != nil {
-		return
-	}
-	w.posOf = make(map[string]int, len(w.a.Walk.Path))
-	for pos, id := range w.a.Walk.Path {
-		if id != "" {
-			w.posOf[id] = pos
+// lookup is id's last position on the path.
+func (w *walker) lookup(id string) (int, bool) {
+	if w.posOf == nil {
+		w.posOf = make(map[string]int, w.a.Walk.Len)
+		lines := bytes.Split(w.path[1:], []byte{'\n'})
+		for pos, l := range lines[:len(lines)-1] {
+			if len(l) > 0 {
+				w.posOf[unescapeID(l)] = pos
+			}
 		}
 	}
+	pos, ok := w.posOf[id]
+	return pos, ok
+}
+
+// escapeID keeps an id on one line of Walk.Path.
+func escapeID(id string) string {
+	if !strings.ContainsAny(id, "\\\n") {
+		return id
+	}
+	return strings.NewReplacer("\\", "\\\\", "\n", "\\n").Replace(id)
+}
+
+func unescapeID(l []byte) string {
+	if bytes.IndexByte(l, '\\') < 0 {
+		return string(l)
+	}
+	var b strings.Builder
+	for i := 0; i < len(l); i++ {
+		if l[i] == '\\' && i+1 < len(l) {
+			i++
+			if l[i] == 'n' {
+				b.WriteByte('\n')
+				continue
+			}
+		}
+		b.WriteByte(l[i])
+	}
+	return b.String()
 }
 
 // done records the price table when the walk consulted it.
 func (w *walker) done() {
+	w.a.Walk.Path = string(w.path[1:])
 	if *w.used {
 		w.a.Sums.Prices = w.fp
 	}
@@ -256,7 +300,6 @@ func (w *walker) done() {
 
 // step walks one more entry of the branch: Analyze's loop body.
 func (w *walker) step(e *watcher.Entry) {
-	w.index()
 	s := &w.a.Sums
 	k := &w.a.Walk
 	f := &s.Figures
@@ -264,13 +307,15 @@ func (w *walker) step(e *watcher.Entry) {
 	if f.Days == nil {
 		f.Days = map[string]Day{}
 	}
-	pos := len(k.Path)
-	k.Path = append(k.Path, e.ID)
+	pos := k.Len
+	k.Len++
+	k.Leaf = e.ID
+	w.path = append(append(w.path, escapeID(e.ID)...), '\n')
 	if pos == 0 {
 		k.RootParent = e.ParentID
 		k.RootAssistant = isAssistant(e) && e.ID != ""
 	}
-	if e.ID != "" {
+	if e.ID != "" && w.posOf != nil {
 		w.posOf[e.ID] = pos
 	}
 	switch e.Type {
@@ -290,7 +335,7 @@ func (w *walker) step(e *watcher.Entry) {
 	case e.Type == "compaction":
 		// The prompt now holds a summary and the entries from
 		// firstKeptEntryId on; thinking before it is gone.
-		keep, ok := w.posOf[e.FirstKeptEntryID]
+		keep, ok := w.lookup(e.FirstKeptEntryID)
 		if !ok {
 			keep = pos
 		}
@@ -334,7 +379,7 @@ func (w *walker) step(e *watcher.Entry) {
 		// thinking leaves the prompts (omitted, or replaced by content
 		// holding only the replacement's thinking). Where cycles began
 		// does not change: the edit changes what later requests carry.
-		tpos, ok := w.posOf[e.TargetID]
+		tpos, ok := w.lookup(e.TargetID)
 		if !ok || tpos < k.Window {
 			break // not on the branch, or summarized by a compaction since
 		}

@@ -207,3 +207,35 @@ func TestAggregateEncode(t *testing.T) {
 		t.Error("a damaged aggregate decoded")
 	}
 }
+
+// Ids are kept one per line of the walk's path: one holding a newline or
+// a backslash is escaped, found again, and resolved by a compaction.
+func TestAggregatePathEscapes(t *testing.T) {
+	for _, id := range []string{"plain", "a\nb", `c\d`, `e\nf`, "\\\n", ""} {
+		if got := unescapeID([]byte(escapeID(id))); got != id {
+			t.Errorf("%q: round trip gave %q", id, got)
+		}
+	}
+	var b builder
+	m := "claude-sonnet-4-5"
+	b.user("u\n1", "-")
+	b.assistant(`a\1`, "", asst{model: m, stop: "stop", in: 1, out: 1, cr: 0, cw: 100, think: []int{400}, ts: "2026-11-01T10:00:00Z"})
+	b.user("u\\n2", "")
+	b.assistant("a\n2", "", asst{model: m, stop: "stop", in: 1, out: 1, cr: 100, cw: 100, think: []int{400}, ts: "2026-11-01T10:00:10Z"})
+	b.add(watcher.Entry{ID: "c1", Type: "compaction", FirstKeptEntryID: "u\\n2"}, "")
+	b.user("u3", "")
+	b.assistant("a3", "", asst{model: m, stop: "stop", in: 1, out: 1, cr: 0, cw: 300, ts: "2026-11-01T10:00:20Z"})
+	prices := DefaultPrices()
+	want := summaryJSON(t, Analyze(SessionInput{Session: "s", Entries: b.entries}, prices).Summary)
+	a := roundTrip(t, BuildAggregate(b.entries[:4], prices))
+	if a.Extend([]watcher.Entry{{ID: `a\1`, ParentID: "a\n2", Type: "message"}}, prices) {
+		t.Error("an escaped id already on the branch extended it")
+	}
+	a = roundTrip(t, BuildAggregate(b.entries[:4], prices))
+	if !a.Extend(b.entries[4:], prices) {
+		t.Fatal("refused")
+	}
+	if got := summaryJSON(t, a.Summary("s", nil)); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+}
