@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/my-pi/bindery/api"
@@ -75,12 +76,15 @@ type Walk struct {
 	RootParent    string `json:"rootParent,omitempty"`
 	RootAssistant bool   `json:"rootAssistant,omitempty"`
 
-	Cycle     int        `json:"cycle"`
-	Residents []Resident `json:"residents,omitempty"`
-	ClosedRes int64      `json:"closedRes,omitempty"`
-	OpenRes   int64      `json:"openRes,omitempty"`
-	Window    int        `json:"window,omitempty"`
-	LastWarm  string     `json:"lastWarm,omitempty"`
+	Cycle int `json:"cycle"`
+	// Residents: the assistant turns whose thinking is still in the
+	// prompts, one "pos cycle tokens id" line each (id escaped as in
+	// Path), parsed only when a compaction or context edit changes them.
+	Residents string `json:"residents,omitempty"`
+	ClosedRes int64  `json:"closedRes,omitempty"`
+	OpenRes   int64  `json:"openRes,omitempty"`
+	Window    int    `json:"window,omitempty"`
+	LastWarm  string `json:"lastWarm,omitempty"`
 	// SinceCompaction/SinceModel: such an entry since the last request;
 	// BreakCompaction/BreakModel: since the last request the break rule
 	// compared (Prev).
@@ -218,7 +222,12 @@ type walker struct {
 	// id to its last position, built from path when first needed.
 	path  []byte
 	posOf map[string]int
-	full  *fullRun
+	// res is Walk.Residents parsed (parsed says so), else resBuf is it
+	// with the turns this walk appended.
+	res    []Resident
+	parsed bool
+	resBuf []byte
+	full   *fullRun
 }
 
 // fullRun is what Analyze keeps beyond an aggregate: every request (with
@@ -234,6 +243,7 @@ func newWalker(a *Aggregate, prices *Prices, full bool) *walker {
 	tp, used := prices.tracked()
 	w := &walker{a: a, prices: tp, used: used, fp: prices.Fingerprint()}
 	w.path = append(append(make([]byte, 0, len(a.Walk.Path)+1+1024), '\n'), a.Walk.Path...)
+	w.resBuf = append(make([]byte, 0, len(a.Walk.Residents)+256), a.Walk.Residents...)
 	if full {
 		w.full = &fullRun{}
 	}
@@ -290,9 +300,57 @@ func unescapeID(l []byte) string {
 	return b.String()
 }
 
+// residents parses the resident turns (once a walk).
+func (w *walker) residents() []Resident {
+	if w.parsed {
+		return w.res
+	}
+	w.parsed = true
+	for _, l := range bytes.Split(w.resBuf, []byte{'\n'}) {
+		if len(l) == 0 {
+			continue
+		}
+		f := bytes.SplitN(l, []byte{' '}, 4)
+		if len(f) != 4 {
+			continue // not written by appendResident
+		}
+		pos, _ := strconv.Atoi(string(f[0]))
+		cycle, _ := strconv.Atoi(string(f[1]))
+		tokens, _ := strconv.ParseInt(string(f[2]), 10, 64)
+		w.res = append(w.res, Resident{Pos: pos, Cycle: cycle, Tokens: tokens, ID: unescapeID(f[3])})
+	}
+	return w.res
+}
+
+func (w *walker) addResident(r Resident) {
+	if w.parsed {
+		w.res = append(w.res, r)
+		return
+	}
+	w.resBuf = appendResident(w.resBuf, r)
+}
+
+func appendResident(b []byte, r Resident) []byte {
+	b = strconv.AppendInt(b, int64(r.Pos), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(r.Cycle), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, r.Tokens, 10)
+	b = append(b, ' ')
+	b = append(b, escapeID(r.ID)...)
+	return append(b, '\n')
+}
+
 // done records the price table when the walk consulted it.
 func (w *walker) done() {
 	w.a.Walk.Path = string(w.path[1:])
+	if w.parsed {
+		w.resBuf = w.resBuf[:0]
+		for _, r := range w.res {
+			w.resBuf = appendResident(w.resBuf, r)
+		}
+	}
+	w.a.Walk.Residents = string(w.resBuf)
 	if *w.used {
 		w.a.Sums.Prices = w.fp
 	}
@@ -341,8 +399,9 @@ func (w *walker) step(e *watcher.Entry) {
 		}
 		k.Window = keep
 		k.ClosedRes, k.OpenRes = 0, 0
-		kept := k.Residents[:0]
-		for _, r := range k.Residents {
+		res := w.residents()
+		kept := res[:0]
+		for _, r := range res {
 			if r.Pos < keep {
 				continue
 			}
@@ -353,7 +412,7 @@ func (w *walker) step(e *watcher.Entry) {
 				k.ClosedRes += r.Tokens
 			}
 		}
-		k.Residents = kept
+		w.res = kept
 	case e.Type == "usage":
 		line := &f.OtherUsage
 		if e.UsageKind == "cache_warm" {
@@ -388,8 +447,9 @@ func (w *walker) step(e *watcher.Entry) {
 			made += estimateTokens(b.Chars)
 		}
 		found := false
-		for i := range k.Residents {
-			r := &k.Residents[i]
+		res := w.residents()
+		for i := range res {
+			r := &res[i]
 			if r.ID != e.TargetID {
 				continue
 			}
@@ -403,12 +463,12 @@ func (w *walker) step(e *watcher.Entry) {
 		}
 		if !found && made > 0 && !e.EditOmit {
 			tcycle := k.Cycle
-			for _, r := range k.Residents {
+			for _, r := range res {
 				if r.Pos <= tpos {
 					tcycle = r.Cycle
 				}
 			}
-			k.Residents = append(k.Residents, Resident{Pos: tpos, ID: e.TargetID, Cycle: tcycle, Tokens: made})
+			w.addResident(Resident{Pos: tpos, ID: e.TargetID, Cycle: tcycle, Tokens: made})
 			if tcycle == k.Cycle {
 				k.OpenRes += made
 			} else {
@@ -498,7 +558,7 @@ func (w *walker) step(e *watcher.Entry) {
 			}
 		}
 		if made > 0 {
-			k.Residents = append(k.Residents, Resident{Pos: pos, ID: e.ID, Cycle: k.Cycle, Tokens: made})
+			w.addResident(Resident{Pos: pos, ID: e.ID, Cycle: k.Cycle, Tokens: made})
 			k.OpenRes += made
 		}
 		w.request(r, e, ctx, parent)
