@@ -233,3 +233,11 @@ CREATE TABLE report_aggregates (
     fresh      INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
 );
+-- report_breaks: each aggregate's cache breaks, one row each in walk order
+-- (id), so an append adds its new ones without rewriting the earlier.
+CREATE TABLE report_breaks (
+    id   INTEGER PRIMARY KEY,
+    file INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    data TEXT    NOT NULL
+);
+CREATE INDEX report_breaks_file ON report_breaks(file);

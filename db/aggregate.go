@@ -14,7 +14,11 @@ import (
 // this release ingests them, so the file's rows alone rebuild it.
 type Aggregate struct {
 	Sums, Walk []byte
-	Fresh      bool
+	// Breaks are rows of their own (report_breaks), in order: a built
+	// aggregate's replace the file's, an extended one's are added (its
+	// earlier breaks are neither read nor rewritten by an append).
+	Breaks [][]byte
+	Fresh  bool
 }
 
 // ReportAggregator keeps a session's report aggregate current inside the
@@ -59,7 +63,7 @@ func (d *DB) aggregateTx(ctx context.Context, tx *sql.Tx, file int64, whole bool
 			return dropAggregate(ctx, tx, file)
 		}
 		a.Fresh = true
-		return putAggregate(ctx, tx, file, a)
+		return putAggregate(ctx, tx, file, a, true)
 	}
 	if len(entries) == 0 {
 		return nil
@@ -77,7 +81,7 @@ func (d *DB) aggregateTx(ctx context.Context, tx *sql.Tx, file int64, whole bool
 	next, ok, err := agg.ExtendAggregate(prev, entries)
 	if err == nil && ok {
 		next.Fresh = prev.Fresh
-		return putAggregate(ctx, tx, file, next)
+		return putAggregate(ctx, tx, file, next, false)
 	}
 	if err != nil || !prev.Fresh {
 		// Rows ingested before version 7 may need the session file read
@@ -96,43 +100,63 @@ func (d *DB) aggregateTx(ctx context.Context, tx *sql.Tx, file int64, whole bool
 		return dropAggregate(ctx, tx, file)
 	}
 	a.Fresh = true
-	return putAggregate(ctx, tx, file, a)
+	return putAggregate(ctx, tx, file, a, true)
 }
 
-func putAggregate(ctx context.Context, tx *sql.Tx, file int64, a Aggregate) error {
+// putAggregate stores a; built: its breaks replace the file's, else they
+// are added.
+func putAggregate(ctx context.Context, tx *sql.Tx, file int64, a Aggregate, built bool) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`,
 		file, string(a.Sums), string(a.Walk), a.Fresh, nowMS())
 	if err != nil {
 		return fmt.Errorf("save report aggregate: %w", err)
 	}
-	return nil
-}
-
-func dropAggregate(ctx context.Context, tx *sql.Tx, file int64) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM report_aggregates WHERE file = ?`, file); err != nil {
-		return fmt.Errorf("drop report aggregate: %w", err)
+	if built {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM report_breaks WHERE file = ?`, file); err != nil {
+			return fmt.Errorf("save report aggregate: %w", err)
+		}
+	}
+	for _, b := range a.Breaks {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO report_breaks (file, data) VALUES (?, ?)`, file, string(b)); err != nil {
+			return fmt.Errorf("save report aggregate's break: %w", err)
+		}
 	}
 	return nil
 }
 
-// ReportAggregates returns the stored sums (no walk) of the given files'
-// aggregates; a file without one is absent.
+func dropAggregate(ctx context.Context, tx *sql.Tx, file int64) error {
+	for _, q := range []string{`DELETE FROM report_aggregates WHERE file = ?`, `DELETE FROM report_breaks WHERE file = ?`} {
+		if _, err := tx.ExecContext(ctx, q, file); err != nil {
+			return fmt.Errorf("drop report aggregate: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReportAggregates returns the stored sums and breaks (no walk) of the
+// given files' aggregates; a file without one is absent.
 func (d *DB) ReportAggregates(ctx context.Context, files []int64) (map[int64]Aggregate, error) {
 	out := make(map[int64]Aggregate, len(files))
 	if len(files) == 0 {
 		return out, nil
 	}
-	q := `SELECT file, sums, fresh FROM report_aggregates`
+	where := ""
 	var args []any
 	if len(files) <= 64 {
 		// A few changed sessions: by key. Many (a cold report): one scan.
-		q += ` WHERE file IN (?` + strings.Repeat(", ?", len(files)-1) + `)`
+		where = ` WHERE file IN (?` + strings.Repeat(", ?", len(files)-1) + `)`
 		for _, f := range files {
 			args = append(args, f)
 		}
 	}
-	rows, err := d.readers.QueryContext(ctx, q, args...)
+	// One read transaction: the breaks are those of the sums read.
+	tx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("report aggregates: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT file, sums, fresh FROM report_aggregates`+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("report aggregates: %w", err)
 	}
@@ -149,6 +173,26 @@ func (d *DB) ReportAggregates(ctx context.Context, files []int64) (map[int64]Agg
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("report aggregates: %w", err)
+	}
+	rows.Close()
+	brows, err := tx.QueryContext(ctx, `SELECT file, data FROM report_breaks`+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("report aggregates' breaks: %w", err)
+	}
+	defer brows.Close()
+	for brows.Next() {
+		var file int64
+		var data string
+		if err := brows.Scan(&file, &data); err != nil {
+			return nil, fmt.Errorf("report aggregates' breaks: %w", err)
+		}
+		if a, ok := out[file]; ok {
+			a.Breaks = append(a.Breaks, []byte(data))
+			out[file] = a
+		}
+	}
+	if err := brows.Err(); err != nil {
+		return nil, fmt.Errorf("report aggregates' breaks: %w", err)
 	}
 	return out, nil
 }
@@ -169,18 +213,19 @@ func (d *DB) PutReportAggregates(ctx context.Context, as []AggregateAt) error {
 	if len(as) == 0 {
 		return nil
 	}
-	now := nowMS()
 	return d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms)
-			SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM files WHERE id = ?1 AND offset = ?6 AND lines = ?7 AND updated_ms = ?8)
-			ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`)
-		if err != nil {
-			return fmt.Errorf("save report aggregates: %w", err)
-		}
-		defer stmt.Close()
 		for _, a := range as {
-			if _, err := stmt.ExecContext(ctx, a.File, string(a.Sums), string(a.Walk), a.Fresh, now, a.Offset, a.Lines, a.MS); err != nil {
+			var same bool
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE id = ? AND offset = ? AND lines = ? AND updated_ms = ?)`,
+				a.File, a.Offset, a.Lines, a.MS).Scan(&same)
+			if err != nil {
 				return fmt.Errorf("save report aggregate of file %d: %w", a.File, err)
+			}
+			if !same {
+				continue
+			}
+			if err := putAggregate(ctx, tx, a.File, a.Aggregate, true); err != nil {
+				return fmt.Errorf("file %d: %w", a.File, err)
 			}
 		}
 		return nil

@@ -28,7 +28,7 @@ func (g *idAggregator) ExtendAggregate(prev Aggregate, es []Entry) (Aggregate, b
 	if len(have) > 0 && es[0].ParentID != have[len(have)-1] {
 		return Aggregate{}, false, nil
 	}
-	a, err := idsAggregate(append(have, ids(es)...))
+	a, err := idsAggregate(append(have, ids(es)...), ids(es)...)
 	return a, true, err
 }
 
@@ -40,12 +40,25 @@ func ids(es []Entry) []string {
 	return out
 }
 
-func idsAggregate(ids []string) (Aggregate, error) {
+// idsAggregate's breaks are its replies ("a..." ids): a built one has all
+// of them, an extended one those of the entries it added (added).
+func idsAggregate(ids []string, added ...string) (Aggregate, error) {
 	b, err := json.Marshal(ids)
-	return Aggregate{Sums: b, Walk: []byte(`{}`)}, err
+	a := Aggregate{Sums: b, Walk: []byte(`{}`)}
+	from := ids
+	if added != nil {
+		from = added
+	}
+	for _, id := range from {
+		if strings.HasPrefix(id, "a") {
+			a.Breaks = append(a.Breaks, []byte(id))
+		}
+	}
+	return a, err
 }
 
-// aggregateOf reads a file's aggregate: its ids, fresh, and whether there is one.
+// aggregateOf reads a file's aggregate: its ids, fresh, and whether there
+// is one; its breaks must be its replies, in order.
 func aggregateOf(t *testing.T, d *DB, file int64) ([]string, bool, bool) {
 	t.Helper()
 	as, err := d.ReportAggregates(t.Context(), []int64{file})
@@ -59,6 +72,18 @@ func aggregateOf(t *testing.T, d *DB, file int64) ([]string, bool, bool) {
 	var got []string
 	if err := json.Unmarshal(a.Sums, &got); err != nil {
 		t.Fatal(err)
+	}
+	var replies, breaks []string
+	for _, id := range got {
+		if strings.HasPrefix(id, "a") {
+			replies = append(replies, id)
+		}
+	}
+	for _, b := range a.Breaks {
+		breaks = append(breaks, string(b))
+	}
+	if !slices.Equal(breaks, replies) {
+		t.Fatalf("file %d: breaks %v, want %v", file, breaks, replies)
 	}
 	return got, a.Fresh, true
 }

@@ -423,6 +423,7 @@ func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 		`DELETE FROM entries WHERE file = ?`,
 		`DELETE FROM ingest_errors WHERE file = ?`,
 		`DELETE FROM report_aggregates WHERE file = ?`,
+		`DELETE FROM report_breaks WHERE file = ?`,
 		`UPDATE sessions SET entries = 0, thinking = 0, leaf = NULL, last_activity = header_time WHERE file = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, file); err != nil {

@@ -41,10 +41,11 @@ type Sums struct {
 	Last   string `json:"last,omitempty"`
 	// Figures holds everything that does not depend on compile events;
 	// Cycles only the closed cycles (the open one is OpenTurns, Open).
-	Figures   Figures        `json:"figures"`
-	OpenTurns int            `json:"openTurns"`
-	Open      Volume         `json:"open"`
-	Breaks    []PendingBreak `json:"breaks,omitempty"`
+	Figures   Figures `json:"figures"`
+	OpenTurns int     `json:"openTurns"`
+	Open      Volume  `json:"open"`
+	// Breaks are stored apart (Encode).
+	Breaks []PendingBreak `json:"-"`
 }
 
 // PendingBreak is a break whose Cause is what holds without bindery's
@@ -65,7 +66,7 @@ type Walk struct {
 	// so that extending a long session decodes it at a memcpy's cost and
 	// splits it only for a compaction or context edit. Len counts its
 	// lines, Leaf is the last id.
-	Path string `json:"path"`
+	Path string `json:"-"`
 	Len  int    `json:"len"`
 	Leaf string `json:"leaf,omitempty"`
 	// Tree: some entry on the branch has a parentId (else, pi v1, the
@@ -80,7 +81,7 @@ type Walk struct {
 	// Residents: the assistant turns whose thinking is still in the
 	// prompts, one "pos cycle tokens id" line each (id escaped as in
 	// Path), parsed only when a compaction or context edit changes them.
-	Residents string `json:"residents,omitempty"`
+	Residents string `json:"-"`
 	ClosedRes int64  `json:"closedRes,omitempty"`
 	OpenRes   int64  `json:"openRes,omitempty"`
 	Window    int    `json:"window,omitempty"`
@@ -112,28 +113,66 @@ type PrevRequest struct {
 	Model        string `json:"model,omitempty"`
 }
 
-// Encode is the stored form: the sums a report reads and the walk only
-// extending reads, apart so a report does not load every branch's ids.
-func (a *Aggregate) Encode() (sums, walk []byte, err error) {
+// Encode is the stored form: the sums a report reads, the walk only
+// extending reads (apart, so a report does not load every branch's ids),
+// and the breaks in a.Sums.Breaks, one each: stored as rows of their own,
+// so extending a session appends its new breaks without decoding or
+// rewriting the earlier ones (an aggregate decoded without its breaks
+// holds only those it found since).
+func (a *Aggregate) Encode() (sums, walk []byte, breaks [][]byte, err error) {
 	if sums, err = json.Marshal(a.Sums); err != nil {
-		return nil, nil, fmt.Errorf("encode report aggregate: %w", err)
+		return nil, nil, nil, fmt.Errorf("encode report aggregate: %w", err)
 	}
-	if walk, err = json.Marshal(a.Walk); err != nil {
-		return nil, nil, fmt.Errorf("encode report aggregate: %w", err)
+	// The walk: its scalars as JSON (one line: json.Marshal writes no
+	// newline), then Path's length, then Path and Residents verbatim, so
+	// reading them back is a copy, not a decode of thousands of ids.
+	head, err := json.Marshal(a.Walk)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("encode report aggregate: %w", err)
 	}
-	return sums, walk, nil
+	walk = make([]byte, 0, len(head)+24+len(a.Walk.Path)+len(a.Walk.Residents))
+	walk = append(append(walk, head...), '\n')
+	walk = append(strconv.AppendInt(walk, int64(len(a.Walk.Path)), 10), '\n')
+	walk = append(append(walk, a.Walk.Path...), a.Walk.Residents...)
+	for i := range a.Sums.Breaks {
+		b, err := json.Marshal(&a.Sums.Breaks[i])
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("encode report aggregate: %w", err)
+		}
+		breaks = append(breaks, b)
+	}
+	return sums, walk, breaks, nil
 }
 
-// DecodeAggregate reads an Encode'd aggregate; walk nil leaves Walk empty
-// (enough for Summary, not for Extend).
-func DecodeAggregate(sums, walk []byte) (*Aggregate, error) {
+// DecodeAggregate reads an Encode'd aggregate with the breaks given (all
+// of them, in order, for Summary; none for Extend); walk nil leaves Walk
+// empty (enough for Summary, not for Extend).
+func DecodeAggregate(sums, walk []byte, breaks [][]byte) (*Aggregate, error) {
 	a := &Aggregate{}
 	if err := json.Unmarshal(sums, &a.Sums); err != nil {
 		return nil, fmt.Errorf("decode report aggregate: %w", err)
 	}
 	if walk != nil {
-		if err := json.Unmarshal(walk, &a.Walk); err != nil {
+		i := bytes.IndexByte(walk, '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("decode report aggregate: the walk has no head")
+		}
+		if err := json.Unmarshal(walk[:i], &a.Walk); err != nil {
 			return nil, fmt.Errorf("decode report aggregate: %w", err)
+		}
+		rest := walk[i+1:]
+		j := bytes.IndexByte(rest, '\n')
+		n, err := strconv.Atoi(string(rest[:max(j, 0)]))
+		if j < 0 || err != nil || n < 0 || n > len(rest)-j-1 {
+			return nil, fmt.Errorf("decode report aggregate: a damaged walk")
+		}
+		rest = rest[j+1:]
+		a.Walk.Path, a.Walk.Residents = string(rest[:n]), string(rest[n:])
+	}
+	a.Sums.Breaks = make([]PendingBreak, len(breaks))
+	for i, b := range breaks {
+		if err := json.Unmarshal(b, &a.Sums.Breaks[i]); err != nil {
+			return nil, fmt.Errorf("decode report aggregate: break %d: %w", i, err)
 		}
 	}
 	return a, nil

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -62,14 +61,51 @@ func summaryJSON(t *testing.T, s Summary) string {
 	return string(b)
 }
 
-// roundTrip stores and loads an aggregate the way the database holds it.
-func roundTrip(t *testing.T, a *Aggregate) *Aggregate {
+// stored is an aggregate as the database holds it: built ones replace it,
+// extended ones replace sums and walk and add their new breaks.
+type stored struct {
+	sums, walk []byte
+	breaks     [][]byte
+}
+
+func store(t *testing.T, a *Aggregate, into *stored, built bool) {
 	t.Helper()
-	sums, walk, err := a.Encode()
+	sums, walk, breaks, err := a.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := DecodeAggregate(sums, walk)
+	if built {
+		into.breaks = nil
+	}
+	into.sums, into.walk, into.breaks = sums, walk, append(into.breaks, breaks...)
+}
+
+// forExtend loads it as ingest does (no breaks); forSummary as a report
+// does (no walk).
+func (s *stored) forExtend(t *testing.T) *Aggregate {
+	t.Helper()
+	a, err := DecodeAggregate(s.sums, s.walk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (s *stored) forSummary(t *testing.T) *Aggregate {
+	t.Helper()
+	a, err := DecodeAggregate(s.sums, nil, s.breaks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// roundTrip stores and loads an aggregate the way the database holds it.
+func roundTrip(t *testing.T, a *Aggregate) *Aggregate {
+	t.Helper()
+	var s stored
+	store(t, a, &s, true)
+	b, err := DecodeAggregate(s.sums, s.walk, s.breaks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +140,16 @@ func TestAggregateMatchesAnalyze(t *testing.T) {
 			t.Fatalf("seed %d: built at once:\n got %s\nwant %s", seed, got, want)
 		}
 		for _, cut := range []int{0, 1, 2, len(entries) / 3, len(entries) / 2, len(entries) - 1} {
-			a := roundTrip(t, BuildAggregate(entries[:cut], prices))
+			var st stored
+			store(t, BuildAggregate(entries[:cut], prices), &st, true)
 			// Appended in a few batches, as the watcher hands them over.
 			ok := true
 			for at := cut; at < len(entries) && ok; {
 				end := min(len(entries), at+1+rng.IntN(7))
-				ok = a.Extend(entries[at:end], prices)
-				a = roundTrip(t, a)
+				a := st.forExtend(t)
+				if ok = a.Extend(entries[at:end], prices); ok {
+					store(t, a, &st, false)
+				}
 				at = end
 			}
 			if !ok {
@@ -118,7 +157,7 @@ func TestAggregateMatchesAnalyze(t *testing.T) {
 				continue // the caller rebuilds: the branch moved
 			}
 			extended++
-			if got := summaryJSON(t, a.Summary(id, compiles)); got != want {
+			if got := summaryJSON(t, st.forSummary(t).Summary(id, compiles)); got != want {
 				t.Fatalf("seed %d, built on %d entries and extended: \n got %s\nwant %s", seed, cut, got, want)
 			}
 		}
@@ -196,15 +235,20 @@ func TestAggregateExtendRefuses(t *testing.T) {
 func TestAggregateEncode(t *testing.T) {
 	s := pisessiontest.Generate(pisessiontest.Options{Seed: 3, Turns: 30})
 	entries := parseGenerated(s)
-	sums, walk, err := BuildAggregate(entries, DefaultPrices()).Encode()
+	sums, walk, _, err := BuildAggregate(entries, DefaultPrices()).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(walk) > 80*len(entries) || bytes.Contains(sums, []byte(`"path"`)) {
-		t.Errorf("walk %d bytes for %d entries; sums hold the path: %v", len(walk), len(entries), bytes.Contains(sums, []byte(`"path"`)))
+	if len(walk) > 80*len(entries) || len(sums) > 8<<10 {
+		t.Errorf("walk %d bytes, sums %d bytes for %d entries", len(walk), len(sums), len(entries))
 	}
-	if _, err := DecodeAggregate([]byte(`{"version": 1`), walk); err == nil {
+	if _, err := DecodeAggregate([]byte(`{"version": 1`), walk, nil); err == nil {
 		t.Error("a damaged aggregate decoded")
+	}
+	for _, bad := range []string{"", `{"len":1}`, "{}\n", "{}\n9\nab", "{}\n-1\n"} {
+		if _, err := DecodeAggregate(sums, []byte(bad), nil); err == nil {
+			t.Errorf("a damaged walk %q decoded", bad)
+		}
 	}
 }
 

@@ -17,3 +17,13 @@ CREATE TABLE report_aggregates (
     fresh      INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
 );
+
+-- report_breaks: the cache breaks of each aggregate's walk, one row each in
+-- walk order (rowid), so an append adds its new breaks without reading or
+-- rewriting the session's earlier ones.
+CREATE TABLE report_breaks (
+    id   INTEGER PRIMARY KEY,
+    file INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    data TEXT    NOT NULL
+);
+CREATE INDEX report_breaks_file ON report_breaks(file);

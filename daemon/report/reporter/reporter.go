@@ -141,7 +141,7 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 				scanned++
 				// The aggregate's summary is Analyze's (report's tests).
 				agg := report.BuildAggregate(in.Entries, r.prices)
-				sumsJSON, walkJSON, err := agg.Encode()
+				sumsJSON, walkJSON, breaksJSON, err := agg.Encode()
 				if err != nil {
 					return api.Report{}, Stats{}, fmt.Errorf("aggregate of %s: %w", s.ID, err)
 				}
@@ -149,7 +149,7 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 				// Rows an older schema kept short were read back from
 				// the file: the rows alone would not rebuild it.
 				built = append(built, db.AggregateAt{File: s.File, Offset: s.Offset, Lines: s.Lines, MS: s.UpdatedMS,
-					Aggregate: db.Aggregate{Sums: sumsJSON, Walk: walkJSON, Fresh: !readBack}})
+					Aggregate: db.Aggregate{Sums: sumsJSON, Walk: walkJSON, Breaks: breaksJSON, Fresh: !readBack}})
 			}
 			c = cached{stamp: stamp, sum: sum}
 			r.mem[s.File] = c
@@ -191,7 +191,7 @@ func (r *Reporter) fromAggregate(row db.Aggregate, session string, compiles []re
 	if row.Sums == nil {
 		return report.Summary{}, false
 	}
-	a, err := report.DecodeAggregate(row.Sums, nil)
+	a, err := report.DecodeAggregate(row.Sums, nil, row.Breaks)
 	if err != nil {
 		r.log.Debug("report: unreadable aggregate; rebuilding", "session", session, "err", err)
 		return report.Summary{}, false
@@ -388,27 +388,29 @@ type Aggregator struct{ Prices *report.Prices }
 
 // BuildAggregate is the aggregate of a whole file's rows.
 func (g Aggregator) BuildAggregate(rows []db.Entry) (db.Aggregate, error) {
-	sums, walk, err := report.BuildAggregate(Entries(rows), g.Prices).Encode()
+	sums, walk, breaks, err := report.BuildAggregate(Entries(rows), g.Prices).Encode()
 	if err != nil {
 		return db.Aggregate{}, err
 	}
-	return db.Aggregate{Sums: sums, Walk: walk}, nil
+	return db.Aggregate{Sums: sums, Walk: walk, Breaks: breaks}, nil
 }
 
 // ExtendAggregate extends a stored aggregate by appended rows.
 func (g Aggregator) ExtendAggregate(prev db.Aggregate, rows []db.Entry) (db.Aggregate, bool, error) {
-	a, err := report.DecodeAggregate(prev.Sums, prev.Walk)
+	// Without its breaks: Encode then gives only the new ones, which db
+	// adds to the stored.
+	a, err := report.DecodeAggregate(prev.Sums, prev.Walk, nil)
 	if err != nil {
 		return db.Aggregate{}, false, err
 	}
 	if !a.Extend(Entries(rows), g.Prices) {
 		return db.Aggregate{}, false, nil
 	}
-	sums, walk, err := a.Encode()
+	sums, walk, breaks, err := a.Encode()
 	if err != nil {
 		return db.Aggregate{}, false, err
 	}
-	return db.Aggregate{Sums: sums, Walk: walk}, true, nil
+	return db.Aggregate{Sums: sums, Walk: walk, Breaks: breaks}, true, nil
 }
 
 // maxCostLine bounds the assistant lines read back for their cost.
