@@ -224,7 +224,7 @@ CREATE TABLE report_summaries (
 -- report_aggregates: every session's report aggregate (migration 007),
 -- kept current inside the ingest transaction so a report reads one row per
 -- session, not every entry. sums (read by the report) and walk (read only
--- to extend it) are daemon/report's Aggregate as JSON; fresh = 1 when the
+-- to extend it) are daemon/report's Aggregate (Encode); fresh = 1 when the
 -- file's rows alone rebuild it.
 CREATE TABLE report_aggregates (
     file       INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,

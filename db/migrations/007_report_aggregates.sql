@@ -2,8 +2,9 @@
 -- Aggregate), kept current inside the ingest transaction: a batch that
 -- extends a file's branch extends its row, a first scan or a rewrite builds
 -- it from the batch, so a report reads one row per session instead of every
--- entry. sums is what the report reads, walk what extending needs (the
--- branch's ids and the walk's state), both JSON. fresh = 1: built from rows
+-- entry. sums (JSON) is what the report reads, walk what extending needs
+-- (the walk's state: a JSON head, then the branch's ids and resident turns
+-- verbatim); the breaks are report_breaks rows. fresh = 1: built from rows
 -- as this release ingests them, so the rows alone rebuild it when the branch
 -- moves; 0: built by a report that read older rows back from the session
 -- file, so it is dropped instead and the next report rebuilds it.
