@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"sync"
 
@@ -39,6 +40,18 @@ type base struct {
 	body             []byte
 	msgs             []binding.Span // each message's bytes in body
 	used             uint64
+	// hashed messages of body are covered by the SHA-256 state in hash (a
+	// compile by reference checked them), so the next digest hashes only
+	// what is new: a long conversation's turn does not hash its history.
+	hashed int
+	hash   []byte // sha256 state, binary-marshaled
+}
+
+// shared is what rebuild proved of a compile by reference, for the base
+// its compile leaves.
+type shared struct {
+	messages int
+	hash     []byte
 }
 
 // baseStore holds the bases.
@@ -51,8 +64,9 @@ type baseStore struct {
 	byConv   map[string][]string // ids, oldest first
 }
 
-// put keeps req (parsed from body) as compile id's base.
-func (s *baseStore) put(id, conversation string, body []byte, req *binding.Request) {
+// put keeps req (parsed from body) as compile id's base; proved, when the
+// compile was by reference, is the digest state of its shared messages.
+func (s *baseStore) put(id, conversation string, body []byte, req *binding.Request, proved *shared) {
 	limit := s.maxBytes
 	if limit <= 0 {
 		limit = basesMaxBytes
@@ -70,7 +84,11 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 		s.byID, s.byConv = map[string]*base{}, map[string][]string{}
 	}
 	s.tick++
-	s.byID[id] = &base{id: id, conversation: conversation, body: body, msgs: msgs, used: s.tick}
+	nb := &base{id: id, conversation: conversation, body: body, msgs: msgs, used: s.tick}
+	if proved != nil && proved.messages <= len(msgs) {
+		nb.hashed, nb.hash = proved.messages, proved.hash
+	}
+	s.byID[id] = nb
 	s.bytes += len(body)
 	ids := append(s.byConv[conversation], id)
 	for len(ids) > basesPerConversation {
@@ -124,42 +142,55 @@ func (s *baseStore) get(id string) (*base, bool) {
 // rebuild is the whole request of a compile by reference: the base's
 // shared messages, checked against the host's digest, then the messages
 // the host sent, in the host's request. maxBody bounds the result.
-func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, error) {
+func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, *shared, error) {
 	ref := call.Base
 	b, ok := s.get(ref.CompileID)
 	if !ok || b.conversation != call.Conversation {
-		return nil, api.Errorf(api.CodeBaseUnknown, "compile by reference: bindery holds no request of compile %q in conversation %q (compile in full)", ref.CompileID, call.Conversation)
+		return nil, nil, api.Errorf(api.CodeBaseUnknown, "compile by reference: bindery holds no request of compile %q in conversation %q (compile in full)", ref.CompileID, call.Conversation)
+	}
+	if ref.Messages < 1 {
+		return nil, nil, api.Errorf(api.CodeBadRequest, "compile by reference: base.messages is %d: want at least 1", ref.Messages)
 	}
 	if ref.Messages > len(b.msgs) {
-		return nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(b.msgs), ref.Messages)
+		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(b.msgs), ref.Messages)
 	}
-	shared := b.body[b.msgs[0].Start:b.msgs[ref.Messages-1].End]
-	sum := sha256.Sum256(shared)
-	if hex.EncodeToString(sum[:]) != ref.Digest {
-		return nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: the first %d messages are not those of compile %q (digest differs; compile in full)", ref.Messages, ref.CompileID)
+	prefix := b.body[b.msgs[0].Start:b.msgs[ref.Messages-1].End]
+	h := sha256.New()
+	from := b.msgs[0].Start
+	if b.hashed > 0 && b.hashed <= ref.Messages {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(b.hash); err == nil {
+			from = b.msgs[b.hashed-1].End
+		} else {
+			h.Reset()
+		}
+	}
+	h.Write(b.body[from:b.msgs[ref.Messages-1].End])
+	state, _ := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if hex.EncodeToString(h.Sum(nil)) != ref.Digest {
+		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: the first %d messages are not those of compile %q (digest differs; compile in full)", ref.Messages, ref.CompileID)
 	}
 	tail := call.Request
 	if !jsonscan.Valid(tail) {
-		return nil, api.Errorf(api.CodeBadRequest, "compile: request: not valid JSON")
+		return nil, nil, api.Errorf(api.CodeBadRequest, "compile: request: not valid JSON")
 	}
 	start, end, ok := messagesArray(tail)
 	if !ok {
-		return nil, api.Errorf(api.CodeBadRequest, "compile by reference: the request has no messages array")
+		return nil, nil, api.Errorf(api.CodeBadRequest, "compile by reference: the request has no messages array")
 	}
 	empty := jsonscan.SkipSpace(tail, start+1) == end-1
-	n := len(tail) + len(shared) + 1
+	n := len(tail) + len(prefix) + 1
 	if n > maxBody {
-		return nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
+		return nil, nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
 	}
 	var out bytes.Buffer
 	out.Grow(n)
 	out.Write(tail[:start+1])
-	out.Write(shared)
+	out.Write(prefix)
 	if !empty {
 		out.WriteByte(',')
 	}
 	out.Write(tail[start+1:])
-	return out.Bytes(), nil
+	return out.Bytes(), &shared{messages: ref.Messages, hash: state}, nil
 }
 
 // messagesArray is where the top-level "messages" array of a valid JSON

@@ -128,8 +128,23 @@ func TestCompileByReference(t *testing.T) {
 		accept(w.CompileID, sig)
 		msgs = append(msgs, reply(sig), user(fmt.Sprintf("turn %d", turn+1)))
 	}
-	if r, w := e.dbCompiles(t, "by-ref"), e.dbCompiles(t, "whole"); r != w || r != 6 {
-		t.Fatalf("compiles recorded: by reference %d, whole %d; want 6 each", r, w)
+	// A claim shorter than what the base's own check covered (its digest
+	// state is then not used), honest and not.
+	r, err := ref.compile(msgs, 1)
+	if err != nil {
+		t.Fatalf("a short claim: %v", err)
+	}
+	if w := whole("whole", msgs); planOf(r) != planOf(w) {
+		t.Fatalf("a short claim: %s, whole %s", planOf(r), planOf(w))
+	}
+	long := len(msgs) - 1
+	_, err = e.client.Compile(t.Context(), &api.CompileCall{Conversation: "by-ref", Branch: "main", Return: api.ReturnPlan, Request: bodyWith(msgs[long:]),
+		Base: &api.CompileBase{CompileID: ref.lastID, Messages: long, Digest: digestOf(append([]json.RawMessage{user("forged")}, msgs[1:long]...))}})
+	if codeOf(err) != api.CodeBaseMismatch {
+		t.Fatalf("a forged claim over a base checked incrementally: %v", err)
+	}
+	if r, w := e.dbCompiles(t, "by-ref"), e.dbCompiles(t, "whole"); r != w || r != 7 {
+		t.Fatalf("compiles recorded: by reference %d, whole %d; want 7 each", r, w)
 	}
 }
 
@@ -237,15 +252,15 @@ func TestBaseStoreBounds(t *testing.T) {
 	s := &baseStore{maxBytes: 100}
 	req := func(n int) *binding.Request { return &binding.Request{Messages: make([]binding.Message, n)} }
 	body := func(n int) []byte { return []byte(strings.Repeat("x", n)) }
-	s.put("a1", "a", body(10), req(1))
-	s.put("a2", "a", body(10), req(1))
-	s.put("a3", "a", body(10), req(1))
+	s.put("a1", "a", body(10), req(1), nil)
+	s.put("a2", "a", body(10), req(1), nil)
+	s.put("a3", "a", body(10), req(1), nil)
 	if _, ok := s.get("a1"); ok {
 		t.Fatal("a conversation keeps more than its newest bases")
 	}
-	s.put("b1", "b", body(40), req(1))
+	s.put("b1", "b", body(40), req(1), nil)
 	s.get("a2") // a2 used since b1 was put
-	s.put("c1", "c", body(50), req(1))
+	s.put("c1", "c", body(50), req(1), nil)
 	if _, ok := s.get("a3"); ok {
 		t.Fatal("the least recently used base was kept past the byte bound")
 	}
@@ -254,7 +269,7 @@ func TestBaseStoreBounds(t *testing.T) {
 			t.Fatalf("%s evicted", id)
 		}
 	}
-	s.put("d1", "d", body(101), req(1))
+	s.put("d1", "d", body(101), req(1), nil)
 	if _, ok := s.get("d1"); ok || s.bytes > 100 {
 		t.Fatalf("a body over the bound kept (%d bytes held)", s.bytes)
 	}

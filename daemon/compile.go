@@ -13,10 +13,11 @@ import (
 
 // Compile implements api.Binder.
 func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.CompileAnswer, error) {
+	var proved *shared
 	if call.Base != nil {
 		// By reference: the whole request rebuilt, then compiled as one
 		// sent whole (bases.go).
-		whole, err := b.bases.rebuild(call, b.maxBody)
+		whole, p, err := b.bases.rebuild(call, b.maxBody)
 		if err != nil {
 			return nil, err
 		}
@@ -24,7 +25,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 			"shared", call.Base.Messages, "sent", len(call.Request), "whole", len(whole))
 		full := *call
 		full.Request = whole // Base stays: the compile event names it
-		call = &full
+		call, proved = &full, p
 	}
 	req, err := b.parse(ctx, call.Conversation, call.Request)
 	switch {
@@ -75,7 +76,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		}
 		b.byID[id] = call.Conversation
 		b.mu.Unlock()
-		b.bases.put(id, call.Conversation, call.Request, req)
+		b.bases.put(id, call.Conversation, call.Request, req, proved)
 	}
 	return compileAnswer(call, req, compiled), nil
 }

@@ -79,7 +79,7 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 			return nil, fmt.Errorf("parent %q of conversation %q: %w", f.parent.Conversation, c.id, err)
 		}
 	}
-	if f.stamps, err = b.stamps(ctx, keys); err != nil {
+	if f.stamps, err = b.stamps(ctx, c, keys); err != nil {
 		return nil, err
 	}
 	if f.released, err = b.released(ctx, c, f, call, keys); err != nil {
@@ -103,17 +103,35 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	return f, nil
 }
 
-func (b *Binder) stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]binding.Stamp, error) {
+// stamps are the stamps of keys, from the conversation's cache where it
+// holds them and otherwise read, the ones found cached for its next
+// compile: a long conversation's compile reads only its new blocks' stamps.
+func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (map[binding.Digest]binding.Stamp, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := b.db.Stamps(ctx, keys)
+	out := make(map[binding.Digest]binding.Stamp, len(keys))
+	var need []binding.Digest
+	for _, k := range keys {
+		if st, ok := c.stamps[k]; ok {
+			out[k] = st
+		} else {
+			need = append(need, k)
+		}
+	}
+	if len(need) == 0 {
+		return out, nil
+	}
+	rows, err := b.db.Stamps(ctx, need)
 	if err != nil {
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
-	out := make(map[binding.Digest]binding.Stamp, len(rows))
+	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
+		c.stamps = make(map[binding.Digest]binding.Stamp, len(rows))
+	}
 	for k, r := range rows {
 		out[k] = r.Stamp
+		c.stamps[k] = r.Stamp
 	}
 	return out, nil
 }

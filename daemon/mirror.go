@@ -19,7 +19,15 @@ type conv struct {
 	compiles map[string]*compileEntry
 	releases []db.ReleaseRow
 	followed bool
+	// stamps caches the stamps this conversation's compiles found: a stamp
+	// never changes once recorded (the first one of a key stands), so only
+	// the keys not found yet are read again (stampsCached bounds it).
+	stamps map[binding.Digest]binding.Stamp
 }
+
+// stampsCached bounds a conversation's stamp cache; past it the cache
+// starts again (a read per key, as without it).
+const stampsCached = 1 << 16
 
 type compileEntry struct {
 	seq      int64
