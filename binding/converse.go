@@ -236,34 +236,11 @@ func (p *Parser) converseToolConfig() (d Digest, has bool, err error) {
 // converseMarkedArray canonicalizes a system or tools array in data mode,
 // leaving its cachePoint elements out.
 func (c *canon) converseMarkedArray() error {
-	if empty, err := c.openArrayOut(); err != nil || empty {
-		return err
-	}
-	n := 0
-	for {
-		c.ws()
-		mark := len(c.out)
-		if n > 0 {
-			c.out = append(c.out, ',')
-		}
+	return c.filteredArray(func() (bool, error) {
 		start := c.pos
-		if err := c.value(); err != nil {
-			return err
-		}
-		if memberOf(c.in, start) == "cachePoint" {
-			c.out = c.out[:mark]
-		} else {
-			n++
-		}
-		more, err := c.afterElement()
-		if err != nil {
-			return err
-		}
-		if !more {
-			c.out = append(c.out, ']')
-			return nil
-		}
-	}
+		err := c.value()
+		return memberOf(c.in, start) != "cachePoint", err
+	})
 }
 
 // converseContent parses a Converse message's content array at c.pos.

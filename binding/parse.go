@@ -429,6 +429,22 @@ func (p *Parser) seedPart(isArr bool, mode objMode, kind byte) (Digest, error) {
 // markedArray canonicalizes a system or tools array: object elements in the
 // given mode (top-level cache_control is a marker); deferred tools left out.
 func (c *canon) markedArray(mode objMode) error {
+	return c.filteredArray(func() (bool, error) {
+		if c.pos < len(c.in) && c.in[c.pos] == '{' {
+			var w watch
+			err := c.object(mode, &w)
+			// A deferred tool is not part of the prefix until a
+			// tool_addition in a message references it.
+			return !w.deferred, err
+		}
+		return true, c.value()
+	})
+}
+
+// filteredArray canonicalizes the array at c.pos, each element by elem,
+// which says whether the element stays: one it leaves out is cut from the
+// output, separator and all.
+func (c *canon) filteredArray(elem func() (keep bool, err error)) error {
 	if empty, err := c.openArrayOut(); err != nil || empty {
 		return err
 	}
@@ -439,22 +455,14 @@ func (c *canon) markedArray(mode objMode) error {
 		if n > 0 {
 			c.out = append(c.out, ',')
 		}
-		var w watch
-		var err error
-		if c.pos < len(c.in) && c.in[c.pos] == '{' {
-			err = c.object(mode, &w)
-		} else {
-			err = c.value()
-		}
+		keep, err := elem()
 		if err != nil {
 			return err
 		}
-		if w.deferred {
-			// A deferred tool is not part of the prefix until a
-			// tool_addition in a message references it.
-			c.out = c.out[:mark]
-		} else {
+		if keep {
 			n++
+		} else {
+			c.out = c.out[:mark]
 		}
 		more, err := c.afterElement()
 		if err != nil {
