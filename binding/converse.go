@@ -238,8 +238,10 @@ func (p *Parser) converseToolConfig() (d Digest, has bool, err error) {
 func (c *canon) converseMarkedArray() error {
 	return c.filteredArray(func() (bool, error) {
 		start := c.pos
-		err := c.value()
-		return memberOf(c.in, start) != "cachePoint", err
+		if err := c.value(); err != nil {
+			return false, err // the element is not read whole: nothing to look into
+		}
+		return memberOf(c.in, start) != "cachePoint", nil
 	})
 }
 
