@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -48,11 +47,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if asJSON {
-		out, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		if _, err := stdout.Write(append(out, '\n')); err != nil {
+		if err := printJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,11 +56,7 @@ func whatifCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.json {
-		out, err := json.MarshalIndent(w, "", "  ")
-		if err != nil {
-			return fmt.Errorf("whatif: %w", err)
-		}
-		if _, err := stdout.Write(append(out, '\n')); err != nil {
+		if err := printJSON(stdout, w); err != nil {
 			return err
 		}
 	} else {
