@@ -141,6 +141,18 @@ func converseSeedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest, ha
 	return sha256.Sum256(buf[:n])
 }
 
+// validatedValue validates the value at c.pos whole, writing nothing: it
+// lies at c.in[start:end], c.pos is left at end, out is back at mark, and
+// obj says whether it is an object (the caller then reads its members).
+func (c *canon) validatedValue() (start, end, mark int, obj bool, err error) {
+	start, mark = c.pos, len(c.out)
+	if err := c.value(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	c.out = c.out[:mark]
+	return start, c.pos, mark, c.in[start] == '{', nil
+}
+
 // converseNativeFields reads the additionalModelRequestFields value at
 // c.pos (validated whole) and digests its members that Bedrock passes into
 // the model's own request as part of the prefix: "system" and "tools" (as
@@ -150,15 +162,9 @@ func converseSeedDigest(hasSys bool, sys Digest, hasTools bool, tools Digest, ha
 // there: the seed is then as if the value had none.
 func (p *Parser) converseNativeFields() (d Digest, has bool, err error) {
 	c := &p.c
-	start := c.pos
-	mark := len(c.out)
-	if err := c.value(); err != nil {
+	start, end, mark, obj, err := c.validatedValue()
+	if err != nil || !obj {
 		return Digest{}, false, err
-	}
-	end := c.pos
-	c.out = c.out[:mark]
-	if c.in[start] != '{' {
-		return Digest{}, false, nil
 	}
 	// The members in key order (system before tools), each framed apart.
 	var parts [2]Digest
@@ -211,15 +217,9 @@ func (p *Parser) converseSeedPart(isArr bool, kind byte) (Digest, error) {
 // seed. has is false when there is no tools member.
 func (p *Parser) converseToolConfig() (d Digest, has bool, err error) {
 	c := &p.c
-	start := c.pos
-	mark := len(c.out)
-	if err := c.value(); err != nil {
+	start, end, mark, obj, err := c.validatedValue()
+	if err != nil || !obj {
 		return Digest{}, false, err
-	}
-	end := c.pos
-	c.out = c.out[:mark]
-	if c.in[start] != '{' {
-		return Digest{}, false, nil
 	}
 	for key, v, _, i, ok := nextMember(c.in, start+1); ok; key, v, _, i, ok = nextMember(c.in, i) {
 		if rawKeyIs(key, "tools") {
