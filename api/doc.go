@@ -49,7 +49,7 @@
 // The base is refused, nothing recorded, with 409 base_unknown when bindery
 // does not hold its bytes (a compile it never made, another conversation's,
 // a dry run's, one evicted: it keeps the newest 2 real compiles of each
-// conversation, 256 MiB in all, least recently used out first, in memory
+// conversation, 64 MiB in all, least recently used out first, in memory
 // only, so none survives a restart), and 409 base_mismatch when the digest
 // differs or the base has fewer than N messages. The host then compiles in
 // full: a changed old message costs a strip, never a refusal, because

@@ -31,7 +31,7 @@ import (
 //     next compile is a full one.
 const (
 	basesPerConversation = 2
-	basesMaxBytes        = 256 << 20
+	basesMaxBytes        = 64 << 20
 )
 
 // base is one compile's request as bindery decided on it.

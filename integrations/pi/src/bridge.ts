@@ -2,7 +2,7 @@ import { BinderyClient, BinderyError } from "./client.js";
 import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
 import type { BinderySettings } from "./settings.js";
 import { toCompiledPath, transformationsToCompiled, type SentShape } from "./sent-request.js";
-import { countThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "./wire.js";
+import { countThinking, isThinking, parseBindingRefusal, stripAllThinking, thinkingKeyAt, toWireReply, toWireUsage, transformationsFromDiagnostics } from "./wire.js";
 import {
   CONVERSE_API,
   applyConversePlan,
@@ -17,7 +17,7 @@ import {
   withTransformationsPointer,
 } from "./converse.js";
 import type { Hash } from "node:crypto";
-import { applyPlan, compileBaseMemo, isMessagesThinking, messagesText, sharedDigest, type CompileBaseMemo } from "./plan.js";
+import { applyPlan, compileBaseMemo, messagesText, sharedDigest, type CompileBaseMemo } from "./plan.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -543,7 +543,7 @@ export function isCacheWarming(payload: Record<string, unknown>): boolean {
 function messagesPlanned(payload: Record<string, unknown>, answer: CompileAnswer): Record<string, unknown> {
   const strips = Array.isArray(answer.strips) ? answer.strips : [];
   const dropped = Array.isArray(answer.droppedMessages) ? answer.droppedMessages : [];
-  return applyPlan(payload as Record<string, unknown> & { messages: unknown[] }, strips, dropped, isMessagesThinking);
+  return applyPlan(payload as Record<string, unknown> & { messages: unknown[] }, strips, dropped, isThinking);
 }
 
 /**

@@ -25,11 +25,6 @@ function messagePos(path: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** A Messages thinking block (signed or redacted): what a strip may name there. */
-export function isMessagesThinking(b: unknown): boolean {
-  return isObject(b) && (b.type === "thinking" || b.type === "redacted_thinking");
-}
-
 /**
  * The plan applied to the payload. Returns the payload itself when the plan removes
  * nothing. A strip naming no thinking block (isThinking), or a dropped message not in the

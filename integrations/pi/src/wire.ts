@@ -99,7 +99,8 @@ export function toWireUsage(u: PiUsage | undefined): Record<string, unknown> | u
   return out;
 }
 
-function isThinking(b: unknown): boolean {
+/** A thinking or redacted_thinking block of an Anthropic request. */
+export function isThinking(b: unknown): boolean {
   const t = (b as { type?: unknown } | null)?.type;
   return t === "thinking" || t === "redacted_thinking";
 }
