@@ -1,4 +1,4 @@
-import { BinderyClient, BinderyError } from "./client.js";
+import { BinderyClient, BinderyError, JsonText } from "./client.js";
 import type { PiAssistantMessage, PiContext, PiModel } from "./pi-types.js";
 import type { BinderySettings } from "./settings.js";
 import { toCompiledPath, transformationsToCompiled, type SentShape } from "./sent-request.js";
@@ -17,7 +17,7 @@ import {
   withTransformationsPointer,
 } from "./converse.js";
 import type { Hash } from "node:crypto";
-import { applyPlan, compileBaseMemo, messagesText, sharedDigest, type CompileBaseMemo } from "./plan.js";
+import { applyPlan, compileBaseMemo, messagesText, sharedDigest, type CompileBaseMemo, type MessagesText } from "./plan.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -257,7 +257,7 @@ export class BinderyBridge {
           session.base = undefined;
         }
       }
-      answer ??= await this.compile({ ...call, request }, ctx);
+      answer ??= await this.compile(wholeCall(call, request, text), ctx);
     } catch (err) {
       // The user aborted the turn: pi drops the request; nothing failed.
       if (err instanceof BinderyError && err.kind === "aborted") return undefined;
@@ -297,7 +297,7 @@ export class BinderyBridge {
   }
 
   /** POST /v1/compile for a plan; an answer without one is a protocol failure. */
-  private async compile(call: Record<string, unknown>, ctx: PiContext): Promise<CompileAnswer> {
+  private async compile(call: Record<string, unknown> | JsonText, ctx: PiContext): Promise<CompileAnswer> {
     const answer = await this.client.call<CompileAnswer>("POST", "/v1/compile", call, this.settings.compileTimeoutMs, ctx.signal);
     if (!isObject(answer) || typeof answer.compileId !== "string" || !Array.isArray(answer.strips)) {
       throw new BinderyError("protocol", "bindery /v1/compile: answer carries no plan");
@@ -537,6 +537,17 @@ export function isCacheWarming(payload: Record<string, unknown>): boolean {
   if (payload.max_tokens === 1) return true;
   const ic = payload.inferenceConfig; // Bedrock Converse
   return isObject(ic) && ic.maxTokens === 1;
+}
+
+/**
+ * A full compile's call, written from the messages' text already made for the next turn's
+ * reference (messagesText): pi's payload is stringified once a turn, not twice. The
+ * request's messages go last; bindery reads members by name.
+ */
+export function wholeCall(call: Record<string, unknown>, request: Record<string, unknown>, text: MessagesText): JsonText {
+  const rest = JSON.stringify({ ...request, messages: undefined });
+  const req = rest.length > 2 ? `${rest.slice(0, -1)},"messages":${text.json}}` : `{"messages":${text.json}}`;
+  return new JsonText(`${JSON.stringify(call).slice(0, -1)},"request":${req}}`);
 }
 
 /** The Messages payload to send: bindery's plan (strips, emptied messages) applied to pi's own object. */

@@ -1,5 +1,10 @@
 import { Agent, request, type ClientRequest } from "node:http";
 
+/** A call's body already written as JSON: sent as it is, not stringified again. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 /** Why a call to bindery did not produce an answer. */
 export type FailureKind = "down" | "timeout" | "http" | "protocol" | "aborted";
 
@@ -36,7 +41,7 @@ export class BinderyClient {
 
   /** `signal`: pi's abort signal for the turn; an abort ends the wait at once. */
   call<T>(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<T> {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8");
+    const payload = body === undefined ? undefined : Buffer.from(body instanceof JsonText ? body.text : JSON.stringify(body), "utf8");
     const deadline = Date.now() + timeoutMs;
     return this.send<T>(method, path, payload, timeoutMs, deadline, signal, true);
   }
