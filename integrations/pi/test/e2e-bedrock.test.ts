@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { judge } from "./fake-anthropic.js";
 import { FakeBedrock, toNative, type BedrockRecorded } from "./fake-bedrock.js";
-import { BinderyProcess, binderyForTests, fixtures, get, lossyProxy, packageDir, ok, piCli, piIs1x, piVersion, PiHome, quiet, runPi, tempRoot, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, binderyForTests, fixtures, get, lossyProxy, packageDir, ok, piCli, piIs1x, piVersion, PiHome, quiet, sum, dropped, runPi, tempRoot, type PiRun } from "./e2e-support.js";
 
 const { bin, skip: noBindery, error } = await binderyForTests("e2e bedrock");
 const lineDir = join(packageDir, "lines", "pi-1.6");
@@ -68,8 +68,6 @@ class BedrockHome {
   }
 }
 
-const sum = (reqs: BedrockRecorded[], f: (r: BedrockRecorded) => number) => reqs.reduce((a, r) => a + f(r), 0);
-const dropped = (reqs: BedrockRecorded[]) => sum(reqs, (r) => r.verdict.transformations.length);
 
 describe("pi 1.x amazon-bedrock (Converse) + pi-bindery + bindery + fake Bedrock runtime", { skip }, () => {
   let fake: FakeBedrock;

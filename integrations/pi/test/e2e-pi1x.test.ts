@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { FakeAnthropic, judge, type Recorded } from "./fake-anthropic.js";
-import { BinderyProcess, fixtures, get, packageDir, PiHome, binderyForTests, ok, piIs1x, piVersion, quiet, tempRoot, type BuiltinModel, type PiRun } from "./e2e-support.js";
+import { BinderyProcess, fixtures, get, packageDir, PiHome, binderyForTests, ok, piIs1x, piVersion, quiet, sum, dropped, tempRoot, type BuiltinModel, type PiRun } from "./e2e-support.js";
 
 const { bin, skip: noBindery, error } = await binderyForTests("e2e pi 1.x");
 const skip = noBindery || (piIs1x ? false : `pi ${piVersion} has no built-in binding controls or message threads (pi 1.x only)`);
@@ -22,8 +22,6 @@ const payloadRecorder = join(fixtures, "payload-recorder.ts");
 const OPUS: BuiltinModel = { model: "claude-opus-5-5", threads: true };
 
 const answered = (reqs: Recorded[]) => reqs.filter((r) => r.verdict.status === 200);
-const sum = (reqs: Recorded[], f: (r: Recorded) => number) => reqs.reduce((a, r) => a + f(r), 0);
-const dropped = (reqs: Recorded[]) => sum(reqs, (r) => r.verdict.transformations.length);
 
 describe("pi 1.x built-in model + pi-bindery + bindery + fake Anthropic (threads on)", { skip }, () => {
   let fake: FakeAnthropic;

@@ -252,6 +252,16 @@ export function runPi(argv: string[], cwd: string, env: Record<string, string | 
   });
 }
 
+/** f summed over the fake provider's recorded requests. */
+export function sum<R>(reqs: R[], f: (r: R) => number): number {
+  return reqs.reduce((a, r) => a + f(r), 0);
+}
+
+/** The blocks the fake provider dropped (drop_block) over its recorded requests. */
+export function dropped(reqs: { verdict: { transformations: unknown[] } }[]): number {
+  return sum(reqs, (r) => r.verdict.transformations.length);
+}
+
 /** pi exited 0 (what: the step, for the message). */
 export function ok(run: PiRun, what: string): void {
   assert.equal(run.code, 0, `${what}: pi exited ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
