@@ -46,11 +46,8 @@ func newAggEnv(t *testing.T, aggregate bool) *aggEnv {
 	if aggregate {
 		store.SetReportAggregator(reporter.Aggregator{Prices: e.prices})
 	}
-	raw, err := sql.Open("sqlite", store.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.raw = raw
+	e.raw = rawConn(t, store.Path())
+	raw := e.raw
 	in := newIngester(store, nil, nil)
 	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(root, "sessions"), Recursive: true}}, Rescan: 20 * time.Millisecond}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,6 +65,19 @@ func newAggEnv(t *testing.T, aggregate bool) *aggEnv {
 		store.Close()
 	})
 	return e
+}
+
+// rawConn is a second connection to the database file, for a test's own
+// writes. It waits for the daemon's writer as the daemon's connections do
+// (busy_timeout): without it, a write that meets an ingest in progress
+// fails at once with SQLITE_BUSY.
+func rawConn(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
 }
 
 // caughtUp waits until every file in the folder is ingested to its end

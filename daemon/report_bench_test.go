@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,10 +48,7 @@ func BenchmarkColdReport(b *testing.B) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	raw, err := sql.Open("sqlite", store.Path())
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := rawConn(b, store.Path())
 	defer raw.Close()
 	exec := func(q string) {
 		if _, err := raw.ExecContext(ctx, q); err != nil {

@@ -35,7 +35,7 @@ func BenchmarkArchive(b *testing.B) {
 	d.SetReportAggregator(Aggregator{Prices: report.DefaultPrices()})
 	// A second connection to the same file forgets the cached summaries
 	// (bindery itself never does: db exposes no such write).
-	raw, err := sql.Open("sqlite", d.Path())
+	raw, err := sql.Open("sqlite", d.Path()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		b.Fatal(err)
 	}
