@@ -62,6 +62,9 @@ type CompileInput struct {
 	DryRun        bool
 	Engaged       bool
 
+	// Stamps holds the recorded stamp of each of the request's thinking
+	// blocks that has one; it is only looked up by key, so it may hold
+	// others (the daemon passes its conversation's cache whole).
 	Stamps      map[Digest]Stamp
 	Released    map[Digest]bool
 	Remembered  []*CompileRecord
