@@ -46,9 +46,9 @@ type Binder struct {
 	// knownTaken counts the messages parses took from a base's parse
 	// (binding.KnownPrefix) instead of reading them again; tests read it.
 	knownTaken atomic.Int64
-	memos   memoSet
-	bases   baseStore // compile by reference (bases.go)
-	maxBody int
+	memos      memoSet
+	bases      baseStore // compile by reference (bases.go)
+	maxBody    int
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 }
