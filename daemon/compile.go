@@ -250,6 +250,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		c.branches[newBranch.Branch] = newBranch
 	}
 	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}
+	c.cacheStamps(stampRows)
 	c.applyRetention(plan)
 	return nil
 }

@@ -141,6 +141,20 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 	return c.stamps, nil
 }
 
+// cacheStamps adds stamps just recorded (the first of their keys: a key
+// already stamped is not among them) to the conversation's cache.
+func (c *conv) cacheStamps(rows []db.StampRow) {
+	if len(rows) == 0 {
+		return
+	}
+	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
+		c.stamps = make(map[binding.Digest]binding.Stamp, len(rows))
+	}
+	for _, r := range rows {
+		c.stamps[r.Key] = r.Stamp
+	}
+}
+
 // branchPath is what the compile's branch is on pi's tree: its path when
 // the leaf is ingested. A leaf not ingested yet (pi writes the reply after
 // the request) is still a leaf of pi's tree when bindery has ingested the
