@@ -82,7 +82,11 @@ func ingestAll(b *testing.B, a *archive) {
 	// aggregates.
 	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
-	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour}, nil)
+	if err := in.startFirstScan(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour,
+		Group: in.sinkGroup}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx, in.sink) }()
@@ -91,6 +95,9 @@ func ingestAll(b *testing.B, a *archive) {
 	}
 	cancel()
 	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	if err := in.firstScanDone(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	if got := in.done.Load(); got != a.bytes {
