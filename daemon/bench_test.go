@@ -82,11 +82,7 @@ func ingestAll(b *testing.B, a *archive) {
 	// aggregates.
 	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
-	if err := in.startFirstScan(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour,
-		Group: in.sinkGroup}, nil)
+	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx, in.sink) }()
@@ -95,9 +91,6 @@ func ingestAll(b *testing.B, a *archive) {
 	}
 	cancel()
 	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-	if err := in.firstScanDone(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	if got := in.done.Load(); got != a.bytes {

@@ -123,14 +123,10 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	}
 	d.ingest = newIngester(d.store, saved, cfg.Progress)
 	d.ingest.measure(d.roots)
-	if err := d.ingest.startFirstScan(ctx); err != nil {
-		return err
-	}
 	d.watch = watcher.New(watcher.Config{
 		Roots:        wroots,
 		Rescan:       cfg.Rescan,
 		MaxLineBytes: int(cfg.MaxLineBytes),
-		Group:        d.ingest.sinkGroup,
 		Logger:       d.log,
 	}, watcherCursors(saved))
 
@@ -254,11 +250,6 @@ func (d *daemon) trackFirstScan(ctx context.Context) error {
 		case <-t.C:
 		}
 		if st := d.watch.Status(); !st.LastRescan.IsZero() {
-			if err := d.ingest.firstScanDone(ctx); err != nil && ctx.Err() == nil {
-				// Not fatal: the queries that use them still answer, and the
-				// next start builds them (db.Open).
-				d.log.Error("first scan: build indexes", "err", err)
-			}
 			d.log.Info("first scan done", "files", st.Files, "bytes", st.Bytes, "ingested", st.Ingested)
 			d.ingest.finished.Store(true)
 			d.ingest.report()

@@ -35,9 +35,6 @@ type ingester struct {
 	total      atomic.Int64 // bytes to ingest found at start
 	lastIngest atomic.Int64 // unix ms of the last committed batch
 	finished   atomic.Bool  // the first full scan is over
-	// deferred: the store's indexes a first scan builds at its end
-	// (db.DeferIndexes) were dropped for it.
-	deferred bool
 }
 
 func newIngester(store *db.DB, saved []db.Cursor, progress func(Progress)) *ingester {
@@ -46,27 +43,6 @@ func newIngester(store *db.DB, saved []db.Cursor, progress func(Progress)) *inge
 		in.offsets[c.Path] = c.Offset
 	}
 	return in
-}
-
-// startFirstScan is called before the watcher runs: a cold start defers
-// the indexes the first scan would otherwise keep row by row.
-func (in *ingester) startFirstScan(ctx context.Context) error {
-	var err error
-	in.deferred, err = in.db.DeferIndexes(ctx)
-	return err
-}
-
-// firstScanDone builds what startFirstScan deferred, once the first full
-// scan is over.
-func (in *ingester) firstScanDone(ctx context.Context) error {
-	if !in.deferred {
-		return nil
-	}
-	if err := in.db.BuildIndexes(ctx); err != nil {
-		return err
-	}
-	in.deferred = false
-	return nil
 }
 
 // measure sums what the session folders hold beyond the saved offsets:
@@ -108,36 +84,6 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 	if err != nil {
 		return err
 	}
-	in.committed(ctx, b, batch, res)
-	return nil
-}
-
-// sinkGroup is the first scan's sink for many small files: their batches
-// in one transaction (db.IngestAll), all or none.
-func (in *ingester) sinkGroup(ctx context.Context, bs []watcher.Batch) error {
-	batches := make([]db.Batch, len(bs))
-	for i, b := range bs {
-		batches[i] = dbBatch(b)
-	}
-	var res []db.Ingested
-	var err error
-	if in.journal != nil {
-		res, err = in.journal.IngestAll(ctx, batches)
-	} else {
-		res, err = in.db.IngestAll(ctx, batches)
-	}
-	if err != nil {
-		return err
-	}
-	for i, b := range bs {
-		in.committed(ctx, b, batches[i], res[i])
-	}
-	return nil
-}
-
-// committed is what follows a batch's commit: its replies attributed, the
-// progress counted, its events published (without a journal).
-func (in *ingester) committed(ctx context.Context, b watcher.Batch, batch db.Batch, res db.Ingested) {
 	if in.attribute != nil {
 		// Not fatal to ingest: the batch is committed, and a reply bindery
 		// cannot attribute is stripped later (safe). attribute logs it.
@@ -163,6 +109,7 @@ func (in *ingester) committed(ctx context.Context, b watcher.Batch, batch db.Bat
 		in.published(res.Events)
 	}
 	in.report()
+	return nil
 }
 
 func (in *ingester) report() {

@@ -116,13 +116,6 @@ func Open(ctx context.Context, path string, opt Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	// A first scan that a crash or a stop ended left its deferred indexes
-	// dropped (deferred_index.go). A later migration step that touches
-	// one must create it first (IF NOT EXISTS) for the same reason.
-	if _, err := w.ExecContext(ctx, sqlThinkingSigIndex); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open database %s: restore index thinking_sig: %w", path, err)
-	}
 	if err := d.prepare(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)

@@ -251,41 +251,52 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 
 	thinking := 0
 	linked := map[string]int{} // entry id -> stamps linked to it
-	seqs := make([]int64, len(b.Entries))
-	if len(b.Entries) > 0 {
-		var high int64
-		if err := tx.StmtContext(ctx, d.stmts.highSeq).QueryRowContext(ctx).Scan(&high); err != nil {
-			return out, fmt.Errorf("save entries: %w", err)
-		}
-		for i := range seqs {
-			seqs[i] = high + 1 + int64(i)
-		}
-		if err := d.insertEntryRows(ctx, tx, f.id, high+1, b.Entries); err != nil {
-			return out, err
-		}
-	}
-	// A stamp an accept or compile made before a line was read is linked
-	// to its entry in the same transaction: a link made after the commit
-	// was lost to a crash or shutdown in between, and nothing ever read
-	// the line again. With no stamp at all (a cold start) there is nothing
-	// to link, and a first scan's thousands of probes are skipped.
-	var anyStamp bool
-	if err := tx.StmtContext(ctx, d.stmts.anyStamp).QueryRowContext(ctx).Scan(&anyStamp); err != nil {
-		return out, fmt.Errorf("look up stamps: %w", err)
-	}
-	linkStamp := tx.StmtContext(ctx, d.stmts.linkStamp)
+	insEntry := tx.StmtContext(ctx, d.stmts.insertEntry)
+	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
 	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
+	linkStamp := tx.StmtContext(ctx, d.stmts.linkStamp)
+	seqs := make([]int64, len(b.Entries))
 	for i := range b.Entries {
 		e := &b.Entries[i]
-		if e.Type == "message" {
-			// A context_edit's replacement carries copies of blocks a
-			// message minted: what the model sees, not new thinking and
-			// not where a stamp's reply landed.
-			thinking += len(e.Thinking)
-			for _, t := range e.Thinking {
-				if !anyStamp || !t.Signed || len(t.SigDigest) != 32 {
-					continue
-				}
+		u := e.Usage
+		// Exec and LastInsertId, not RETURNING: a query's row machinery
+		// costs more than the insert itself on this hot path.
+		res, err := insEntry.ExecContext(ctx,
+			f.id, e.ID, nullString(e.ParentID), e.Type, e.Line, e.Offset, e.Length,
+			nullString(e.Timestamp), nullString(e.Role), nullString(e.Model), nullString(e.Provider),
+			nullString(e.StopReason), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.TotalTokens,
+			u.CostTotal, e.ToolCalls, e.UserText, nullString(e.FirstKeptEntryID), nullString(e.CustomType),
+			u.CostInput, u.CostOutput, u.CostCacheRead, u.CostCacheWrite,
+			u.CacheWrite1h, u.Reasoning, nullString(e.UsageKind), nullString(e.TargetID), e.EditOmit,
+		)
+		if err != nil {
+			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
+		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
+		}
+		seqs[i] = seq
+		for _, t := range e.Thinking {
+			var dig any
+			if len(t.SigDigest) > 0 {
+				dig = t.SigDigest
+			}
+			if _, err := insThinking.ExecContext(ctx, seq, t.Index, f.id, t.Redacted, t.Signed, dig, t.Chars); err != nil {
+				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
+			}
+			if e.Type != "message" {
+				// A context_edit's replacement carries copies of blocks
+				// a message minted: what the model sees, not new thinking
+				// and not where a stamp's reply landed.
+				continue
+			}
+			thinking++
+			// A stamp an accept or compile made before this line was read
+			// is linked to its entry in the same transaction: a link made
+			// after the commit was lost to a crash or shutdown in between,
+			// and nothing ever read the line again.
+			if t.Signed && len(t.SigDigest) == 32 {
 				res, err := linkStamp.ExecContext(ctx, e.ID, t.SigDigest)
 				if err != nil {
 					return out, fmt.Errorf("line %d: link stamp of thinking block %d: %w", e.Line, t.Index, err)
@@ -296,7 +307,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 			}
 		}
 		if e.CustomType == FrontierType && len(e.Data) > 0 {
-			if _, err := insFrontier.ExecContext(ctx, seqs[i], f.id, string(e.Data)); err != nil {
+			if _, err := insFrontier.ExecContext(ctx, seq, f.id, string(e.Data)); err != nil {
 				return out, fmt.Errorf("line %d: save frontier: %w", e.Line, err)
 			}
 		}
@@ -427,9 +438,8 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // writerStmts are the hot statements, prepared once on the writer.
 type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
-	insertEntry, insertEntries, insertThinking, insertThinkings       *sql.Stmt
-	insertFrontier, insertError, insertErrorOnce, linkStamp           *sql.Stmt
-	highSeq, anyStamp                                                 *sql.Stmt
+	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
+	insertErrorOnce, linkStamp                                        *sql.Stmt
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -446,12 +456,12 @@ func (d *DB) prepare(ctx context.Context) error {
 			last_activity = coalesce(sessions.last_activity, excluded.last_activity), removed = 0`},
 		{&d.stmts.advanceSession, `UPDATE sessions SET entries = entries + ?, thinking = thinking + ?, leaf = ?,
 			last_activity = coalesce(?, last_activity) WHERE file = ?`},
-		{&d.stmts.insertEntry, insertRowsSQL("entries", entryColumns, entryParams, 1)},
-		{&d.stmts.insertEntries, insertRowsSQL("entries", entryColumns, entryParams, rowsPerInsert)},
-		{&d.stmts.insertThinking, insertRowsSQL("thinking", thinkingColumns, thinkingParams, 1)},
-		{&d.stmts.insertThinkings, insertRowsSQL("thinking", thinkingColumns, thinkingParams, rowsPerInsert)},
-		{&d.stmts.highSeq, sqlIngestHighWater},
-		{&d.stmts.anyStamp, `SELECT EXISTS (SELECT 1 FROM stamps)`},
+		{&d.stmts.insertEntry, `INSERT INTO entries (file, id, parent_id, type, line, offset, length, timestamp, role, model, provider,
+			stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_total,
+			tool_calls, user_text, first_kept_entry_id, custom_type, cost_input, cost_output, cost_cache_read, cost_cache_write,
+			cache_write_1h_tokens, reasoning_tokens, usage_kind, target_id, edit_omit)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
 		{&d.stmts.insertErrorOnce, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) SELECT ?1, ?2, ?3, ?4, ?5
@@ -470,8 +480,7 @@ func (d *DB) prepare(ctx context.Context) error {
 
 func (s *writerStmts) close() {
 	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertEntries, s.insertThinking, s.insertThinkings, s.insertFrontier, s.insertError,
-		s.insertErrorOnce, s.linkStamp, s.highSeq, s.anyStamp} {
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp} {
 		if st != nil {
 			st.Close()
 		}

@@ -47,12 +47,7 @@ type Config struct {
 	// RetryMin and RetryMax bound the backoff after a sink error or a read
 	// error (defaults 250ms and 30s).
 	RetryMin, RetryMax time.Duration
-	// Group, when set, takes the files the first scan reads whole in one
-	// batch several at a time (group.go): a cold start commits once per
-	// MaxBatchBytes of small files, not once per file. Later batches, and
-	// every batch when Group is nil, go to Run's sink one at a time.
-	Group  GroupSink
-	Logger *slog.Logger
+	Logger             *slog.Logger
 }
 
 const readChunk = 256 << 10
@@ -108,7 +103,6 @@ type Watcher struct {
 	degraded bool
 	rd       *reader
 	scanned  map[string]struct{} // folders listed by the rescan under way
-	group    *grouper            // the first scan's batches not yet committed (group.go)
 
 	lastPublish time.Time
 	beat        atomic.Int64 // unix ns: Run's loop last made progress (Beat)
@@ -492,15 +486,6 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 		}
 	}
 	slices.Sort(paths)
-	w.mu.Lock()
-	first := w.status.LastRescan.IsZero()
-	w.mu.Unlock()
-	if first && w.cfg.Group != nil {
-		w.group = &grouper{sink: w.cfg.Group}
-		// Returning early (ctx done) drops what was not committed: no
-		// cursor moved for it, so it is read again.
-		defer func() { w.group = nil }()
-	}
 	for _, p := range paths {
 		if ctx.Err() != nil {
 			return
@@ -510,10 +495,6 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 		if time.Since(w.lastPublish) > 100*time.Millisecond {
 			w.publishStatus()
 		}
-	}
-	w.flushGroup(ctx, sink)
-	if ctx.Err() != nil {
-		return
 	}
 	w.mu.Lock()
 	w.status.LastRescan = time.Now()
@@ -635,7 +616,18 @@ func (w *Watcher) visitFile(ctx context.Context, path string, sink Sink) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.failed(ctx, path, err)
+		st = w.files[path]
+		if st == nil {
+			return
+		}
+		st.failures++
+		delay := min(w.cfg.RetryMin<<min(st.failures-1, 16), w.cfg.RetryMax)
+		st.retryAt = time.Now().Add(delay)
+		level := slog.LevelWarn
+		if st.failures > 3 {
+			level = slog.LevelDebug // keep a stuck sink from flooding the log
+		}
+		w.log.Log(ctx, level, "ingest failed; will retry", "path", path, "retryIn", delay, "failures", st.failures, "err", err)
 		return
 	}
 	if st = w.files[path]; st != nil {
@@ -663,7 +655,6 @@ func (w *Watcher) follow(ctx context.Context, path string, sink Sink) error {
 			return nil
 		}
 		if st.found {
-			w.flushGroup(ctx, sink)
 			if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
 				return fmt.Errorf("removed %s: %w", path, err)
 			}
@@ -711,7 +702,6 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 	if st != nil && st.found && st.cur.ID != key.id && st.cur.ID != (FileID{}) {
 		// Another file now lives at this path (deleted and recreated, or
 		// renamed into place): the old one is gone.
-		w.flushGroup(ctx, sink)
 		if err := sink(ctx, Batch{Kind: Removed, Path: path, Cursor: Cursor{Path: path, ID: st.cur.ID}}); err != nil {
 			return &sinkError{fmt.Errorf("replaced %s: %w", path, err)}
 		}
@@ -759,7 +749,7 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 		chk = fileCheck{}
 	}
 	var eof bool
-	for first := true; ; first = false {
+	for {
 		var b Batch
 		var next Cursor
 		var nextChk fileCheck
@@ -780,17 +770,6 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 				b.Cursor = cur
 				next = cur
 			}
-			if lines := next.Offset - cur.Offset; first && eof && progressed && long == nil && st.long == nil && w.groupable(lines) {
-				// The whole look in one batch: it joins the first scan's
-				// group, and the state moves when the group commits.
-				look := groupedLook{st: st, next: next, nextChk: nextChk}
-				if fi2, err := f.Stat(); err == nil && fi2.Size() == key.size && fi2.ModTime().UnixNano() == key.mtime {
-					look.seen = key
-				}
-				w.addToGroup(ctx, sink, b, lines, look)
-				return nil
-			}
-			w.flushGroup(ctx, sink)
 			if err := sink(ctx, b); err != nil {
 				return &sinkError{fmt.Errorf("ingest %s: %w", path, err)}
 			}
