@@ -62,6 +62,9 @@ type CompileInput struct {
 	DryRun        bool
 	Engaged       bool
 
+	// Stamps holds the recorded stamp of each of the request's thinking
+	// blocks that has one; it is only looked up by key, so it may hold
+	// others (the daemon passes its conversation's cache whole).
 	Stamps      map[Digest]Stamp
 	Released    map[Digest]bool
 	Remembered  []*CompileRecord
@@ -275,11 +278,38 @@ type decider struct {
 	attributed map[Digest]Stamp
 	attrOrder  []Digest
 	skipped    map[int][]string
+	// reads memoizes models.Reads(req.Model, minter) by minter: a long
+	// conversation's blocks were minted by one or two models, and
+	// normalizing both names again for every block was a third of a
+	// compile's decision.
+	reads map[string]bool
+}
+
+// targetReads is d.models.Reads(d.req.Model, minter), once per minter.
+func (d *decider) targetReads(minter string) bool {
+	r, ok := d.reads[minter]
+	if !ok {
+		if d.reads == nil {
+			d.reads = map[string]bool{}
+		}
+		r = d.models.Reads(d.req.Model, minter)
+		d.reads[minter] = r
+	}
+	return r
 }
 
 func (d *decider) collect() {
 	d.latest = -1
-	seen := map[Digest]bool{}
+	n := 0
+	for i := range d.req.Messages {
+		for j := range d.req.Messages[i].Blocks {
+			if isThinking(d.req.Messages[i].Blocks[j].Kind) {
+				n++
+			}
+		}
+	}
+	d.tb = make([]tblock, 0, n)
+	seen := make(map[Digest]bool, n)
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
 		if m.Role == "assistant" {
@@ -581,7 +611,7 @@ func (d *decider) verdicts() {
 		if ok && t.signed {
 			t.stamped = true
 			t.pred = st.Pred
-			t.unreadable = !d.models.Reads(d.req.Model, st.Model)
+			t.unreadable = !d.targetReads(st.Model)
 		}
 		switch {
 		case !t.signed:
@@ -736,12 +766,12 @@ func (d *decider) finish(out *Compiled) {
 			break
 		}
 	}
-	keptAt := make(map[Pos]int, len(d.tb))
+	kept := 0
 	for i := range d.tb {
 		t := &d.tb[i]
 		p := Pos{t.msg, t.blk}
 		if t.kept {
-			keptAt[p] = i
+			kept++
 			out.Kept = append(out.Kept, t.key)
 			continue
 		}
@@ -752,6 +782,15 @@ func (d *decider) finish(out *Compiled) {
 	}
 	msgs := d.req.Messages
 	rec.Sent = make([]SentMessage, 0, len(msgs))
+	rec.Kept = make([]KeptBlock, 0, kept)
+	blocks := 0
+	for i := range msgs {
+		if !d.dropped[i] {
+			blocks += len(msgs[i].Blocks)
+		}
+	}
+	sent := make([]uint64, 0, blocks) // every message's sent blocks, one after another
+	ti := 0                           // d.tb is in request order: the next thinking block's tblock
 	for i := range msgs {
 		if d.dropped[i] {
 			out.Dropped = append(out.Dropped, i)
@@ -760,7 +799,7 @@ func (d *decider) finish(out *Compiled) {
 		m := &msgs[i]
 		sm := SentMessage{Orig: i, Frame: prefix64(m.Frame)}
 		if m.Blocks != nil {
-			sm.Blocks = make([]uint64, 0, len(m.Blocks))
+			sm.Blocks = sent[len(sent) : len(sent) : len(sent)+len(m.Blocks)]
 		}
 		for j := range m.Blocks {
 			b := &m.Blocks[j]
@@ -768,11 +807,13 @@ func (d *decider) finish(out *Compiled) {
 				continue // takes no place in what the provider reads (converse.go)
 			}
 			if isThinking(b.Kind) {
-				ti, ok := keptAt[Pos{i, j}]
-				if !ok {
-					continue
+				for d.tb[ti].msg < i || (d.tb[ti].msg == i && d.tb[ti].blk < j) {
+					ti++ // the thinking blocks of dropped messages
 				}
 				t := &d.tb[ti]
+				if !t.kept {
+					continue
+				}
 				rec.Kept = append(rec.Kept, KeptBlock{Key: t.key, Orig: Pos{i, j}, Sent: Pos{len(rec.Sent), len(sm.Blocks)}, Unreadable: t.unreadable})
 				if !t.unreadable {
 					rec.LastRead = t.key
@@ -781,6 +822,10 @@ func (d *decider) finish(out *Compiled) {
 				continue
 			}
 			sm.Blocks = append(sm.Blocks, prefix64(b.Digest))
+		}
+		sent = sent[:len(sent)+len(sm.Blocks)]
+		if sm.Blocks != nil {
+			sm.Blocks = sm.Blocks[:len(sm.Blocks):len(sm.Blocks)] // an append elsewhere must not reach the next message's
 		}
 		rec.Sent = append(rec.Sent, sm)
 	}

@@ -31,6 +31,7 @@ type Parser struct {
 	converse bool
 	untyped  bool
 	fixed    bool // the shape is given: never switch
+	known    int  // messages taken from Known in this parse (they start the array)
 
 	// trace, when set (tests only), sees every framed canonical form:
 	// kind and the canonical bytes (without the header); kind 0 (no
@@ -39,6 +40,12 @@ type Parser struct {
 
 	// Memo, when set, lets Parse skip messages seen before (see Memo).
 	Memo *Memo
+
+	// Known, when set, names an earlier parse whose first messages the
+	// body's messages array may begin with (parse_known.go): those are
+	// taken from it, checked byte for byte, instead of parsed again. One
+	// Parse uses it; the caller sets it before each.
+	Known *KnownPrefix
 
 	// MaxMessages, when positive, bounds the messages array: a longer one
 	// fails with an error wrapping ErrTooManyMessages, before the work of
@@ -121,6 +128,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
 	p.foreign, p.untyped = "", false
+	p.known = 0
 	clear(p.memoOf)
 	p.memoOf = p.memoOf[:0]
 	r := &Request{}
@@ -263,7 +271,12 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 		}
 	}
 	h := ChainStart()
-	for i := range r.Messages {
+	if p.known > 0 {
+		// The known prefix starts the array: its chain values are the
+		// earlier parse's (the chain starts at ChainStart, seed aside).
+		h = r.Messages[p.known-1].End
+	}
+	for i := p.known; i < len(r.Messages); i++ {
 		m := &r.Messages[i]
 		e := p.memoOf[i]
 		if e != nil && e.chained && e.prev == h {
@@ -297,6 +310,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 // largest body parsed) but no reference to the body or the request.
 func (p *Parser) done() {
 	p.c.in = nil
+	p.Known = nil
 	p.blocks, p.msgs = nil, nil
 	clear(p.memoOf)
 	if p.Memo != nil {
@@ -501,6 +515,14 @@ func (p *Parser) messages() error {
 			}
 		}
 		c.ws()
+		if n == 0 && p.Known != nil {
+			if k := p.takeKnown(); k > 0 {
+				if more, err := c.afterElement(); err != nil || !more {
+					return err
+				}
+				continue
+			}
+		}
 		if e := p.Memo.lookup(c.in, c.pos, p.converse); e != nil {
 			p.msgs = append(p.msgs, p.fromMemo(e))
 			p.memoOf = append(p.memoOf, e)

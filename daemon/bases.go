@@ -6,6 +6,7 @@ import (
 	"encoding"
 	"encoding/hex"
 	"sync"
+	"unsafe"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/api/jsonscan"
@@ -38,7 +39,9 @@ const (
 type base struct {
 	id, conversation string
 	body             []byte
-	msgs             []binding.Span // each message's bytes in body
+	req              *binding.Request // body's parse: the next compile's known prefix (binding.KnownPrefix)
+	msgs             []binding.Span   // each message's bytes in body
+	size             int              // what it holds in memory (baseSize), counted against basesMaxBytes
 	used             uint64
 	// hashed messages of body are covered by the SHA-256 state in hash (a
 	// compile by reference checked them), so the next digest hashes only
@@ -48,10 +51,13 @@ type base struct {
 }
 
 // shared is what rebuild proved of a compile by reference, for the base
-// its compile leaves.
+// its compile leaves, and the base's parse of the shared messages, for
+// the compile's own parse (binding.KnownPrefix: checked again there, byte
+// for byte, so a parse never rests on this store's word).
 type shared struct {
 	messages int
 	hash     []byte
+	known    *binding.KnownPrefix
 }
 
 // baseStore holds the bases.
@@ -71,7 +77,11 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 	if limit <= 0 {
 		limit = basesMaxBytes
 	}
-	if len(body) > limit || req == nil {
+	if req == nil {
+		return
+	}
+	size := baseSize(body, req)
+	if size > limit {
 		return
 	}
 	msgs := make([]binding.Span, len(req.Messages))
@@ -84,12 +94,12 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 		s.byID, s.byConv = map[string]*base{}, map[string][]string{}
 	}
 	s.tick++
-	nb := &base{id: id, conversation: conversation, body: body, msgs: msgs, used: s.tick}
+	nb := &base{id: id, conversation: conversation, body: body, req: req, msgs: msgs, size: size, used: s.tick}
 	if proved != nil && proved.messages <= len(msgs) {
 		nb.hashed, nb.hash = proved.messages, proved.hash
 	}
 	s.byID[id] = nb
-	s.bytes += len(body)
+	s.bytes += size
 	ids := append(s.byConv[conversation], id)
 	for len(ids) > basesPerConversation {
 		s.dropLocked(ids[0])
@@ -111,9 +121,20 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 	}
 }
 
+// baseSize is what a base holds: its body, and its parse's messages and
+// blocks (about 130 bytes each, on the order of a block's bytes in the
+// body, so the bound counts them).
+func baseSize(body []byte, req *binding.Request) int {
+	n := len(body) + len(req.Messages)*int(unsafe.Sizeof(binding.Message{})+unsafe.Sizeof(binding.Span{}))
+	for i := range req.Messages {
+		n += len(req.Messages[i].Blocks) * int(unsafe.Sizeof(binding.Block{}))
+	}
+	return n
+}
+
 func (s *baseStore) dropLocked(id string) {
 	if b := s.byID[id]; b != nil {
-		s.bytes -= len(b.body)
+		s.bytes -= b.size
 		delete(s.byID, id)
 	}
 }
@@ -190,7 +211,8 @@ func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, *shared
 		out.WriteByte(',')
 	}
 	out.Write(tail[start+1:])
-	return out.Bytes(), &shared{messages: ref.Messages, hash: state}, nil
+	return out.Bytes(), &shared{messages: ref.Messages, hash: state,
+		known: &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}}, nil
 }
 
 // messagesArray is where the top-level "messages" array of a valid JSON

@@ -1,69 +1,150 @@
 package daemon
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/my-pi/bindery/api"
 )
 
+// growingConversation is a host's long conversation compiled by reference
+// turn after turn, as the pi extension does: each turn sends only the
+// messages after those it shares with its last compile, then accepts the
+// reply (durable, fsynced).
+type growingConversation struct {
+	e        *bindingEnv
+	conv     string
+	msgs     []json.RawMessage
+	last     string
+	lastN    int
+	turns    int
+	bytes    int           // the whole request's, last turn
+	wall     time.Duration // in Compile and Accept alone
+	cpu      time.Duration // the process's CPU during them
+	measured int
+
+	// the host's running digest of msgs[:hashed] and their bytes: the
+	// harness itself must not rebuild the history each turn, or its
+	// garbage is collected during (and counted in) the daemon's turn
+	hash   hash.Hash
+	hashed int
+	size   int
+}
+
+// digestUpTo is digestOf(g.msgs[:n]) for n never below the last call's.
+func (g *growingConversation) digestUpTo(n int) string {
+	if g.hash == nil {
+		g.hash = sha256.New()
+	}
+	for ; g.hashed < n; g.hashed++ {
+		if g.hashed > 0 {
+			g.hash.Write([]byte{','})
+		}
+		g.hash.Write(g.msgs[g.hashed])
+	}
+	return hex.EncodeToString(g.hash.Sum(nil))
+}
+
+func (g *growingConversation) add(m json.RawMessage) {
+	g.msgs = append(g.msgs, m)
+	g.size += len(m) + 1
+}
+
+var turnPad = strings.Repeat("package main\n", 60)
+
+// turn compiles and accepts one more turn: the history, a reply with a
+// signed thinking block and a tool result (about 1.5 KB).
+func (g *growingConversation) turn(tb testing.TB) {
+	call := &api.CompileCall{Conversation: g.conv, Branch: "main", Return: api.ReturnPlan}
+	if g.last != "" && g.lastN > 1 {
+		call.Base = &api.CompileBase{CompileID: g.last, Messages: g.lastN - 1, Digest: g.digestUpTo(g.lastN - 1)}
+		call.Request = bodyWith(g.msgs[g.lastN-1:])
+	} else {
+		call.Request = bodyWith(g.msgs)
+	}
+	sig := fmt.Sprintf("sig-%s-%d-%s", g.conv, g.turns, strings.Repeat("s", 400))
+	r := reply(sig)
+	ctx := tb.Context()
+	t0, c0 := time.Now(), processCPU()
+	ans, err := g.e.b.Compile(ctx, call)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := g.e.b.Accept(ctx, &api.AcceptCall{CompileID: ans.CompileID, Reply: r}); err != nil {
+		tb.Fatal(err)
+	}
+	g.wall += time.Since(t0)
+	g.cpu += processCPU() - c0
+	g.measured++
+	if ans.ThinkingStripped != 0 {
+		tb.Fatalf("%s turn %d stripped %d blocks", g.conv, g.turns, ans.ThinkingStripped)
+	}
+	g.last, g.lastN, g.bytes = ans.CompileID, len(g.msgs), g.size+len(bodyWith(nil))
+	g.add(reply(sig))
+	g.add(json.RawMessage(fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%q}]}`, g.turns, turnPad)))
+	g.turns++
+}
+
+func (g *growingConversation) reset() { g.wall, g.cpu, g.measured = 0, 0, 0 }
+
+func (g *growingConversation) perTurn() (wallMs, cpuMs float64) {
+	n := float64(max(g.measured, 1))
+	return float64(g.wall.Microseconds()) / 1e3 / n, float64(g.cpu.Microseconds()) / 1e3 / n
+}
+
+// processCPU is the CPU time this process has used (user and system): a
+// turn's CPU is less disturbed than its wall time by whatever else the
+// machine runs.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkTurnByReference: the daemon's work for one turn of a long
 // conversation (compile by reference of the history plus one turn, then
-// its accept, with its fsync), after `turns` such turns: daemon-ms/turn is
-// the time in Compile and Accept alone (ns/op adds the test's own building
-// of the bodies).
+// its accept, with its fsync), in two conversations grown first to 100 and
+// to 1,000 turns, one turn of each per iteration (interleaved, so both see
+// the same machine). Reported: each one's history, wall and CPU ms per turn
+// in Compile and Accept alone (ns/op adds the test's own building of the
+// bodies), and the slope between them: ms per MB of history, flat when 0.
 func BenchmarkTurnByReference(b *testing.B) {
-	for _, turns := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
-			e := newBindingEnv(b, nil)
-			ctx := b.Context()
-			pad := strings.Repeat("package main\n", 60)
-			msgs := []json.RawMessage{json.RawMessage(`{"role":"user","content":"start"}`)}
-			var last string
-			var lastN int
-			var daemonTime time.Duration
-			turn := func(i int) (float64, int) {
-				body := bodyWith(msgs)
-				call := &api.CompileCall{Conversation: "growing", Branch: "main", Return: api.ReturnPlan, Request: body}
-				if last != "" && lastN > 1 {
-					call.Base = &api.CompileBase{CompileID: last, Messages: lastN - 1, Digest: digestOf(msgs[:lastN-1])}
-					call.Request = bodyWith(msgs[lastN-1:])
-				}
-				sig := fmt.Sprintf("sig-%d-%s", i, strings.Repeat("s", 400))
-				r := reply(sig)
-				t0 := time.Now()
-				ans, err := e.b.Compile(ctx, call)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := e.b.Accept(ctx, &api.AcceptCall{CompileID: ans.CompileID, Reply: r}); err != nil {
-					b.Fatal(err)
-				}
-				daemonTime += time.Since(t0)
-				last, lastN = ans.CompileID, len(msgs)
-				msgs = append(msgs, reply(sig), json.RawMessage(fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%q}]}`, i, pad)))
-				return float64(len(body)), ans.ThinkingStripped
-			}
-			for i := 0; i < turns; i++ {
-				turn(i)
-			}
-			var size float64
-			daemonTime = 0
-			b.ResetTimer()
-			i := turns
-			for b.Loop() {
-				var stripped int
-				size, stripped = turn(i)
-				if stripped != 0 {
-					b.Fatalf("turn %d stripped %d blocks", i, stripped)
-				}
-				i++
-			}
-			b.ReportMetric(size/1e6, "MB-history")
-			b.ReportMetric(float64(daemonTime.Microseconds())/1e3/float64(b.N), "daemon-ms/turn")
-		})
+	e := newBindingEnv(b, nil)
+	short := &growingConversation{e: e, conv: "short"}
+	long := &growingConversation{e: e, conv: "long"}
+	short.add(json.RawMessage(`{"role":"user","content":"start"}`))
+	long.add(json.RawMessage(`{"role":"user","content":"start"}`))
+	for short.turns < 100 {
+		short.turn(b)
 	}
+	for long.turns < 1000 {
+		long.turn(b)
+	}
+	short.reset()
+	long.reset()
+	b.ResetTimer()
+	for b.Loop() {
+		short.turn(b)
+		long.turn(b)
+	}
+	sw, sc := short.perTurn()
+	lw, lc := long.perTurn()
+	smb, lmb := float64(short.bytes)/1e6, float64(long.bytes)/1e6
+	b.ReportMetric(smb, "MB-short")
+	b.ReportMetric(lmb, "MB-long")
+	b.ReportMetric(sw, "wall-ms/turn-short")
+	b.ReportMetric(lw, "wall-ms/turn-long")
+	b.ReportMetric(sc, "cpu-ms/turn-short")
+	b.ReportMetric(lc, "cpu-ms/turn-long")
+	b.ReportMetric((lw-sw)/(lmb-smb), "wall-ms/MB")
+	b.ReportMetric((lc-sc)/(lmb-smb), "cpu-ms/MB")
 }

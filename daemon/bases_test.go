@@ -108,6 +108,7 @@ func TestCompileByReference(t *testing.T) {
 	user := func(s string) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"role":"user","content":%q}`, s)) }
 	msgs := []json.RawMessage{user("turn 0")}
 	for turn := 0; turn < 6; turn++ {
+		taken := e.b.knownTaken.Load()
 		if turn == 4 {
 			// a pruner rewrites the first user message under every block
 			msgs[0] = user("turn 0 [pruned]")
@@ -122,6 +123,11 @@ func TestCompileByReference(t *testing.T) {
 		}
 		if turn == 4 && r.ThinkingStripped == 0 {
 			t.Fatalf("turn 4: the pruned history kept every block: %s", planOf(r))
+		}
+		// A turn by reference parses only what it added: the shared
+		// messages are taken from the base's parse.
+		if got := e.b.knownTaken.Load() - taken; turn > 0 && turn != 4 && got != int64(len(msgs)-2) {
+			t.Fatalf("turn %d: %d shared messages taken from the base's parse, want %d", turn, got, len(msgs)-2)
 		}
 		sig := fmt.Sprintf("sig-ref-%d", turn)
 		accept(r.CompileID, sig)
@@ -247,10 +253,15 @@ func (e *bindingEnv) dbCompiles(t *testing.T, conv string) int {
 
 // TestBaseStoreBounds: the newest bases of a conversation are kept, the
 // least recently used go first past the byte bound, and a body over it is
-// never kept.
+// never kept. A base's size is its body and its parse (o here: a
+// one-message parse's).
 func TestBaseStoreBounds(t *testing.T) {
-	s := &baseStore{maxBytes: 100}
 	req := func(n int) *binding.Request { return &binding.Request{Messages: make([]binding.Message, n)} }
+	o := baseSize(nil, req(1))
+	if o <= 0 {
+		t.Fatal("a parse counts nothing")
+	}
+	s := &baseStore{maxBytes: 100 + 3*o}
 	body := func(n int) []byte { return []byte(strings.Repeat("x", n)) }
 	s.put("a1", "a", body(10), req(1), nil)
 	s.put("a2", "a", body(10), req(1), nil)
@@ -269,8 +280,8 @@ func TestBaseStoreBounds(t *testing.T) {
 			t.Fatalf("%s evicted", id)
 		}
 	}
-	s.put("d1", "d", body(101), req(1), nil)
-	if _, ok := s.get("d1"); ok || s.bytes > 100 {
+	s.put("d1", "d", body(100+2*o+1), req(1), nil)
+	if _, ok := s.get("d1"); ok || s.bytes > s.maxBytes {
 		t.Fatalf("a body over the bound kept (%d bytes held)", s.bytes)
 	}
 }

@@ -43,9 +43,12 @@ type Binder struct {
 	byID  map[string]string // compile id -> conversation, for ids compiled since start
 
 	parsers sync.Pool
-	memos   memoSet
-	bases   baseStore // compile by reference (bases.go)
-	maxBody int
+	// knownTaken counts the messages parses took from a base's parse
+	// (binding.KnownPrefix) instead of reading them again; tests read it.
+	knownTaken atomic.Int64
+	memos      memoSet
+	bases      baseStore // compile by reference (bases.go)
+	maxBody    int
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 }

@@ -27,7 +27,11 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		full.Request = whole // Base stays: the compile event names it
 		call, proved = &full, p
 	}
-	req, err := b.parse(ctx, call.Conversation, call.Request)
+	var known *binding.KnownPrefix
+	if proved != nil {
+		known = proved.known
+	}
+	req, err := b.parse(ctx, call.Conversation, call.Request, known)
 	switch {
 	case errors.Is(err, binding.ErrCanceled):
 		return nil, fmt.Errorf("compile of conversation %q: %w", call.Conversation, context.Cause(ctx))
@@ -246,6 +250,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		c.branches[newBranch.Branch] = newBranch
 	}
 	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}
+	c.cacheStamps(stampRows)
 	c.applyRetention(plan)
 	return nil
 }

@@ -106,34 +106,53 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 // stamps are the stamps of keys, from the conversation's cache where it
 // holds them and otherwise read, the ones found cached for its next
 // compile: a long conversation's compile reads only its new blocks' stamps.
+// The answer is the cache itself (binding only looks stamps up by key), so
+// a turn does not copy its history's stamps into a map of its own.
 func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (map[binding.Digest]binding.Stamp, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	out := make(map[binding.Digest]binding.Stamp, len(keys))
 	var need []binding.Digest
 	for _, k := range keys {
-		if st, ok := c.stamps[k]; ok {
-			out[k] = st
-		} else {
+		if _, ok := c.stamps[k]; !ok {
 			need = append(need, k)
 		}
 	}
 	if len(need) == 0 {
-		return out, nil
+		return c.stamps, nil
 	}
 	rows, err := b.db.Stamps(ctx, need)
 	if err != nil {
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
-		c.stamps = make(map[binding.Digest]binding.Stamp, len(rows))
+		// started again: the request's own cached stamps come along
+		fresh := make(map[binding.Digest]binding.Stamp, len(rows)+len(keys)-len(need))
+		for _, k := range keys {
+			if st, ok := c.stamps[k]; ok {
+				fresh[k] = st
+			}
+		}
+		c.stamps = fresh
 	}
 	for k, r := range rows {
-		out[k] = r.Stamp
 		c.stamps[k] = r.Stamp
 	}
-	return out, nil
+	return c.stamps, nil
+}
+
+// cacheStamps adds stamps just recorded (the first of their keys: a key
+// already stamped is not among them) to the conversation's cache.
+func (c *conv) cacheStamps(rows []db.StampRow) {
+	if len(rows) == 0 {
+		return
+	}
+	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
+		c.stamps = make(map[binding.Digest]binding.Stamp, len(rows))
+	}
+	for _, r := range rows {
+		c.stamps[r.Key] = r.Stamp
+	}
 }
 
 // branchPath is what the compile's branch is on pi's tree: its path when

@@ -62,19 +62,24 @@ func (s *memoSet) slot(conversation string) *memoSlot {
 
 // parse parses a compile's request with the conversation's memo, bounded
 // by --max-messages and ended early when ctx ends (the client went away).
+// known is the base's parse of what a compile by reference shares with it
+// (nil: none): those messages are taken from it, not parsed again.
 //
 // A memo busy with another parse of the same conversation is not waited
 // for: the parse goes without it (same answer, more work). Waiting made
 // every compile of a conversation queue behind one that was still parsing
 // a huge request nobody waited for any more.
-func (b *Binder) parse(ctx context.Context, conversation string, body []byte) (*binding.Request, error) {
+func (b *Binder) parse(ctx context.Context, conversation string, body []byte, known *binding.KnownPrefix) (*binding.Request, error) {
 	p, _ := b.parsers.Get().(*binding.Parser)
 	if p == nil {
 		p = new(binding.Parser)
 	}
 	defer b.parsers.Put(p)
-	p.MaxMessages, p.Done = b.maxMessages, ctx.Done()
-	defer func() { p.Done = nil }()
+	p.MaxMessages, p.Done, p.Known = b.maxMessages, ctx.Done(), known
+	defer func() {
+		p.Done = nil
+		b.knownTaken.Add(int64(p.KnownTaken()))
+	}()
 	if conversation == "" {
 		return p.Parse(body)
 	}

@@ -229,7 +229,7 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 	st := &ConversationState{}
 	var engaged, parentConv, parentBranch, file sql.NullString
 	var engagedMs sql.NullInt64
-	err := d.readers.QueryRowContext(ctx, `SELECT id, engaged_compile, engaged_ms, parent_conversation, parent_branch, parent_release, session_file, created_ms
+	err := d.readRow(ctx, `SELECT id, engaged_compile, engaged_ms, parent_conversation, parent_branch, parent_release, session_file, created_ms
 		FROM conversations WHERE id = ?`, id).Scan(&st.Conversation.ID, &engaged, &engagedMs, &parentConv, &parentBranch, &st.Conversation.ParentRelease, &file, &st.Conversation.CreatedMs)
 	switch {
 	case err == sql.ErrNoRows:
@@ -246,7 +246,7 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 	st.Conversation.EngagedCompile, st.Conversation.EngagedMs = engaged.String, engagedMs.Int64
 	st.Conversation.ParentConversation, st.Conversation.ParentBranch, st.Conversation.SessionFile = parentConv.String, parentBranch.String, file.String
 
-	rows, err := d.readers.QueryContext(ctx, `SELECT branch, owner, parent_conversation, parent_branch, parent_release, created_ms FROM branches WHERE conversation = ? ORDER BY created_ms, branch`, id)
+	rows, err := d.readQuery(ctx, `SELECT branch, owner, parent_conversation, parent_branch, parent_release, created_ms FROM branches WHERE conversation = ? ORDER BY created_ms, branch`, id)
 	if err != nil {
 		return nil, fmt.Errorf("load branches of %s: %w", id, err)
 	}
@@ -277,7 +277,7 @@ func (d *DB) LoadConversation(ctx context.Context, id string) (*ConversationStat
 
 // releases reads a conversation's releases in id order.
 func (d *DB) releases(ctx context.Context, id string) ([]ReleaseRow, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT id, branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
+	rows, err := d.readQuery(ctx, `SELECT id, branch, key, reason, compile, message, path, seq, created_ms FROM releases WHERE conversation = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("load releases of %s: %w", id, err)
 	}
@@ -426,7 +426,7 @@ type PathEntry struct {
 // cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
 	var file int64
-	err = d.readers.QueryRowContext(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+	err = d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
 		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
 	if err == sql.ErrNoRows {
 		return nil, false, nil
@@ -451,7 +451,7 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 // ingest hook walks up only past a few custom entries per reply.
 func (d *DB) Ancestors(ctx context.Context, session, entry string, n int) ([]PathEntry, error) {
 	var file int64
-	err := d.readers.QueryRowContext(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+	err := d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
 		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
 	if err == sql.ErrNoRows {
 		return nil, nil
@@ -482,7 +482,7 @@ func (d *DB) BlockEntries(ctx context.Context, session string, keys []binding.Di
 		// Only the message that minted a block holds it: a context_edit
 		// that carries a copy is branch-local and proves nothing of a
 		// request's branch (its sibling branches show the same block).
-		err := d.readers.QueryRowContext(ctx, `SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
+		err := d.readRow(ctx, `SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
 			JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ? AND s.id = ? AND e.type = 'message' ORDER BY e.seq DESC LIMIT 1`, k[:], session).Scan(&id)
 		if err == sql.ErrNoRows {
 			continue
@@ -537,7 +537,7 @@ func (t *Tx) UpdateRecord(ctx context.Context, rec *binding.CompileRecord) error
 // path: pi's parentSession header names the parent's file, not its id.
 func (d *DB) SessionIDByPath(ctx context.Context, path string) (string, bool, error) {
 	var id string
-	err := d.readers.QueryRowContext(ctx, `SELECT s.id FROM sessions s JOIN files f ON f.id = s.file WHERE f.path = ?
+	err := d.readRow(ctx, `SELECT s.id FROM sessions s JOIN files f ON f.id = s.file WHERE f.path = ?
 		ORDER BY f.removed, f.updated_ms DESC LIMIT 1`, path).Scan(&id)
 	if err == sql.ErrNoRows {
 		return "", false, nil

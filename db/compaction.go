@@ -39,7 +39,7 @@ func (d *DB) Compactions(ctx context.Context, keys []binding.Digest) (map[bindin
 	for _, k := range keys {
 		var c binding.Compaction
 		var key, chain, seed []byte
-		err := d.readers.QueryRowContext(ctx, `SELECT key, chain, seed, last_role, compile FROM compactions WHERE key = ?`, k[:]).
+		err := d.readRow(ctx, `SELECT key, chain, seed, last_role, compile FROM compactions WHERE key = ?`, k[:]).
 			Scan(&key, &chain, &seed, &c.LastRole, &c.Compile)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue

@@ -41,8 +41,9 @@ type DB struct {
 	writer  *sql.DB // one connection: the only one that writes
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
-	hot     hotStmts // stmts.go
-	cycles  cycleLog // walk.go
+	hot     hotStmts  // stmts.go
+	reads   readStmts // readstmts.go
+	cycles  cycleLog  // walk.go
 	// writerSync is the writer connection's synchronous setting as last
 	// set ("FULL" or "NORMAL"); only the holder of the writer sets it.
 	writerSync string
@@ -153,6 +154,7 @@ func (d *DB) Close() error {
 		errs = append(errs, fmt.Errorf("optimize: %w", err))
 	}
 	if d.readers != nil {
+		d.reads.close()
 		errs = append(errs, d.readers.Close())
 	}
 	d.stmts.close()

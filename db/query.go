@@ -126,7 +126,7 @@ func (d *DB) SessionFiles(ctx context.Context, id string) ([]SessionFile, error)
 // (a copied file), the live one most recently active wins, a tie going to
 // the file ingested last; SessionFiles lists them all.
 func (d *DB) Session(ctx context.Context, id string) (Session, error) {
-	s, err := scanSession(d.readers.QueryRowContext(ctx, sessionByID, id))
+	s, err := scanSession(d.readRow(ctx, sessionByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}

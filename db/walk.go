@@ -218,7 +218,7 @@ func batchCycles(file int64, es []Entry, seqs []int64) []*cycle {
 // reporting a cycle it meets.
 func (d *DB) walkFrom(ctx context.Context, file int64, entry string, limit int) ([]walkNode, error) {
 	var seq sql.NullInt64
-	if err := d.readers.QueryRowContext(ctx, `SELECT max(seq) FROM entries WHERE file = ? AND id = ?`, file, entry).Scan(&seq); err != nil {
+	if err := d.readRow(ctx, `SELECT max(seq) FROM entries WHERE file = ? AND id = ?`, file, entry).Scan(&seq); err != nil {
 		return nil, err
 	}
 	if !seq.Valid {

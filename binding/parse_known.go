@@ -1,0 +1,81 @@
+package binding
+
+import (
+	"bytes"
+	"slices"
+)
+
+// KnownPrefix is an earlier parse a body may repeat the beginning of: a
+// host's next request in a conversation repeats its history, and compile by
+// reference rebuilds it from the bytes bindery kept (daemon/bases.go). With
+// Parser.Known set, the first Messages of the earlier request are taken
+// from Request, their spans moved to where they lie in the new body,
+// instead of parsed, scanned and hashed again: a turn's parse then costs
+// what the turn added, not the history.
+//
+// Nothing rests on the caller's word. The prefix is taken only when the
+// new body's messages array begins with exactly the earlier bytes of those
+// messages (compared, not hashed), read in the same shape (Messages or
+// Converse) by a parse that did not refuse them; otherwise the body is
+// parsed as if Known were unset. Equal bytes in the same shape are equal,
+// already validated values with the same blocks, digests and chain (the
+// chain starts at ChainStart whatever the seed), so the Request is exactly
+// the one a parse without Known returns (TestParseKnownIsParse,
+// FuzzParseKnown).
+type KnownPrefix struct {
+	Body     []byte   // the earlier request's body
+	Request  *Request // Body's parse (bound: a body whose messages were refused as another API's is no prefix)
+	Messages int      // how many of its messages the new body may begin with
+}
+
+// KnownTaken is how many messages the last Parse took from Known.
+func (p *Parser) KnownTaken() int { return p.known }
+
+// takeKnown takes the known prefix at c.pos, the first element of the
+// messages array, and returns how many messages it took (0: none, and
+// nothing was consumed). c.pos is left just past the last one.
+func (p *Parser) takeKnown() int {
+	k := p.Known
+	c := &p.c
+	if k.Request == nil || !k.Request.Bound || k.Request.NotMessages != "" || k.Request.Converse != p.converse ||
+		k.Messages < 1 || k.Messages > len(k.Request.Messages) || (p.MaxMessages > 0 && k.Messages > p.MaxMessages) {
+		return 0
+	}
+	ms := k.Request.Messages[:k.Messages]
+	from, to := ms[0].Span.Start, ms[len(ms)-1].Span.End
+	if from < 0 || to > len(k.Body) || from > to || c.pos+(to-from) > len(c.in) ||
+		!bytes.Equal(c.in[c.pos:c.pos+(to-from)], k.Body[from:to]) {
+		return 0
+	}
+	delta := c.pos - from
+	nb := 0
+	for i := range ms {
+		nb += len(ms[i].Blocks)
+	}
+	// (messages() made p.msgs and p.blocks for a body parsed from scratch)
+	p.msgs = slices.Grow(p.msgs, len(ms)+16)
+	p.blocks = slices.Grow(p.blocks, nb+16+(len(c.in)-(to-from))/512)
+	p.bstart = slices.Grow(p.bstart, len(ms)+16)
+	p.memoOf = slices.Grow(p.memoOf, len(ms)+16)
+	for i := range ms {
+		m := ms[i]
+		m.Span.Start += delta
+		m.Span.End += delta
+		if m.Blocks == nil {
+			p.bstart = append(p.bstart, -1)
+		} else {
+			p.bstart = append(p.bstart, len(p.blocks))
+			for _, b := range m.Blocks {
+				b.Span.Start += delta
+				b.Span.End += delta
+				p.blocks = append(p.blocks, b)
+			}
+		}
+		m.Blocks = nil // set from p.blocks at the end of the parse
+		p.msgs = append(p.msgs, m)
+		p.memoOf = append(p.memoOf, nil)
+	}
+	c.pos += to - from
+	p.known = len(ms)
+	return len(ms)
+}

@@ -1,0 +1,172 @@
+package binding
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// spliceKnown is what compile by reference builds: into's messages array
+// with the first n messages of from (their bytes, separators included)
+// put before its own, or nil when either has no messages array to splice.
+func spliceKnown(from []byte, r *Request, n int, into []byte) []byte {
+	if r == nil || n < 1 || n > len(r.Messages) {
+		return nil
+	}
+	at := bytes.Index(into, []byte(`"messages":[`))
+	if at < 0 {
+		return nil
+	}
+	at += len(`"messages":[`)
+	prefix := from[r.Messages[0].Span.Start:r.Messages[n-1].Span.End]
+	out := append([]byte(nil), into[:at]...)
+	out = append(out, prefix...)
+	if rest := bytes.TrimLeft(into[at:], " \t\r\n"); len(rest) > 0 && rest[0] != ']' {
+		out = append(out, ',')
+	}
+	return append(out, into[at:]...)
+}
+
+// parseKnownAgrees fails t unless body parses with Known exactly as
+// without (Request and error alike), with and without a memo, and reports
+// how many messages the known parse took from Known.
+func parseKnownAgrees(t *testing.T, body []byte, k *KnownPrefix, memo *Memo) int {
+	t.Helper()
+	want, werr := ParseRequest(body)
+	p := Parser{Known: k, Memo: memo}
+	got, gerr := p.Parse(body)
+	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+		t.Fatalf("known parse: error %v, want %v", gerr, werr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("known parse (%d taken) differs from a parse without it", p.known)
+	}
+	if p.Known != nil {
+		t.Fatal("Known kept after the parse")
+	}
+	return p.known
+}
+
+// TestParseKnownIsParse: a body that begins with an earlier request's
+// messages parses, with that request Known, to exactly the Request a parse
+// without it gives, and the known messages are taken (not parsed again)
+// whenever they are byte for byte the earlier ones in the same shape; any
+// other claim is ignored, never trusted.
+func TestParseKnownIsParse(t *testing.T) {
+	conv, msgs := converseAndMessages(6)
+	grown := genRequestPrefix(7, 9, 12)
+	short := genRequestPrefix(7, 6, 12)
+	tests := []struct {
+		name       string
+		base, next []byte
+		n          int
+		taken      int // want: messages taken from Known
+	}{
+		{"a grown conversation, all shared", short, grown, 6, 6},
+		{"all but the last shared", short, grown, 5, 5},
+		{"one shared", short, grown, 1, 1},
+		{"converse", conv, conv, 5, 5},
+		{"messages body against a converse base", conv, msgs, 3, 0},
+		{"converse body against a messages base", msgs, conv, 3, 0},
+		{"the claim is longer than the base", short, grown, 99, 0},
+		{"no message claimed", short, grown, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := ParseRequest(tc.base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := tc.next
+			if tc.n >= 1 && tc.n <= len(base.Messages) {
+				// the next request sent whole: the base's first n messages
+				// then the messages after them in next
+				nr, err := ParseRequest(tc.next)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.taken > 0 {
+					body = spliceKnown(tc.base, base, tc.n, dropMessages(tc.next, nr, tc.n))
+				}
+			}
+			k := &KnownPrefix{Body: tc.base, Request: base, Messages: tc.n}
+			if got := parseKnownAgrees(t, body, k, nil); got != tc.taken {
+				t.Fatalf("took %d messages from Known, want %d", got, tc.taken)
+			}
+			if got := parseKnownAgrees(t, body, &KnownPrefix{Body: tc.base, Request: base, Messages: tc.n}, &Memo{}); got != tc.taken {
+				t.Fatalf("with a memo: took %d messages from Known, want %d", got, tc.taken)
+			}
+		})
+	}
+
+	t.Run("a changed old message is parsed, not taken", func(t *testing.T) {
+		base, _ := ParseRequest(short)
+		changed := bytes.Replace(grown, []byte(`"role":"user"`), []byte(`"role":"user" `), 1)
+		if bytes.Equal(changed, grown) {
+			t.Fatal("nothing changed")
+		}
+		if got := parseKnownAgrees(t, changed, &KnownPrefix{Body: short, Request: base, Messages: 6}, nil); got != 0 {
+			t.Fatalf("took %d messages of a changed history", got)
+		}
+	})
+	t.Run("an unbound base is no prefix", func(t *testing.T) {
+		base, _ := ParseRequest(short)
+		un := *base
+		un.Bound, un.NotMessages = false, whyUntyped
+		if got := parseKnownAgrees(t, grown, &KnownPrefix{Body: short, Request: &un, Messages: 6}, nil); got != 0 {
+			t.Fatalf("took %d messages of an unbound base", got)
+		}
+	})
+	t.Run("MaxMessages holds with a known prefix", func(t *testing.T) {
+		base, _ := ParseRequest(short)
+		for _, max := range []int{3, 6, 9, 10} {
+			want, werr := (&Parser{MaxMessages: max}).Parse(grown)
+			p := Parser{MaxMessages: max, Known: &KnownPrefix{Body: short, Request: base, Messages: 6}}
+			got, gerr := p.Parse(grown)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("max %d: %v / %v", max, gerr, werr)
+			}
+		}
+	})
+}
+
+// dropMessages is body with its first n messages (as r parsed them) cut
+// from its messages array.
+func dropMessages(body []byte, r *Request, n int) []byte {
+	if n >= len(r.Messages) {
+		start := r.Messages[0].Span.Start
+		end := r.Messages[len(r.Messages)-1].Span.End
+		return append(append([]byte(nil), body[:start]...), body[end:]...)
+	}
+	start := r.Messages[0].Span.Start
+	next := r.Messages[n].Span.Start
+	return append(append([]byte(nil), body[:start]...), body[next:]...)
+}
+
+// FuzzParseKnown: whatever the earlier body and whatever the new one, a
+// parse with Known returns what a parse without it returns.
+func FuzzParseKnown(f *testing.F) {
+	short, grown := genRequestPrefix(3, 4, 8), genRequestPrefix(3, 7, 8)
+	conv, msgs := converseAndMessages(3)
+	f.Add(short, grown, uint8(4))
+	f.Add(conv, conv, uint8(2))
+	f.Add(msgs, conv, uint8(1))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"}]}]}`),
+		[]byte(`{"model":"m","messages":[{"role":"user","content":[]}],"system":"s"}`), uint8(2))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"text":"q"},{"cachePoint":{}}]}],"toolConfig":{}}`),
+		[]byte(`{"messages":[],"toolConfig":{"tools":[]}}`), uint8(1))
+	memo := &Memo{MaxBytes: 1 << 20}
+	f.Fuzz(func(t *testing.T, base, next []byte, n uint8) {
+		r, err := ParseRequest(base)
+		if err != nil {
+			return
+		}
+		k := &KnownPrefix{Body: base, Request: r, Messages: int(n)}
+		parseKnownAgrees(t, next, k, nil)
+		if whole := spliceKnown(base, r, int(n), next); whole != nil {
+			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, nil)
+			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, memo)
+		}
+	})
+}
