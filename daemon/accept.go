@@ -49,6 +49,11 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	if e.accepted {
 		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, convID, nil
 	}
+	// From here to the write is computation only: announce the write, so
+	// a commit starting meanwhile (another conversation's accept) waits
+	// to share its fsync with this one (Journal.Expect).
+	exp := b.j.Expect()
+	defer exp.Withdraw()
 	var owner *binding.CompileRecord
 	if br := c.branches[e.branch]; br != nil && br.Owner != "" {
 		if oe := c.compiles[br.Owner]; oe != nil {
@@ -71,6 +76,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	out, err := binding.Accept(binding.AcceptInput{Record: e.rec, Owner: owner, Engaged: c.row.EngagedCompile != "",
 		Reply: call.Reply, Transformations: trs, Models: b.models})
 	if err != nil {
+		exp.Withdraw() // what follows may read the database
 		switch binding.Code(err) {
 		case "unknown-compile":
 			return nil, convID, b.unknownCompile(ctx, call.CompileID)
@@ -95,7 +101,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, accepted: true, rec: rec}, ownerID)
 	var stamped []db.StampRow
 	var released []db.ReleaseRow
-	err = b.j.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
+	err = exp.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		stamped, released = nil, nil
 		hw, err := tx.IngestHighWater(ctx)
 		if err != nil {

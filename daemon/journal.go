@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -24,18 +25,124 @@ import (
 // own savepoint, so one call's error undoes only its own work) and one
 // fsync, so sixteen hosts accepting at once wait for one disk flush, not
 // sixteen in a row.
+//
+// A group forms only from calls already queued, and sixteen accepts that
+// arrive together reach the queue one after another: the first would
+// commit alone and the rest wait a flush for it. So a synced write the
+// caller is about to make can be announced (Expect) before the work that
+// precedes it, and whoever is about to commit first yields the processor
+// (so calls already running reach the queue or announce themselves), then
+// waits for the announced ones to queue, but never longer than a synced
+// commit takes (Gather): past that, committing now and the latecomers in
+// the next group costs less than the wait. A lone writer neither yields
+// more than once nor waits.
 type Journal struct {
 	DB        *db.DB
 	Hub       *api.Hub
 	Retention db.EventRetention // applied every journalPruneEvery commits and by Prune
 	Logger    *slog.Logger
+	// Gather bounds how long a commit waits for announced writes (Expect)
+	// to queue. Zero: as long as the last synced commit took, at most
+	// maxGather.
+	Gather time.Duration
 
 	mu      sync.Mutex // held while a transaction commits and its events publish
 	commits int
+	stats   JournalStats // guarded by mu
 
 	qmu      sync.Mutex
 	queue    []*journalWrite
 	draining bool
+	expected int           // announced writes not yet queued nor withdrawn (qmu)
+	arrived  chan struct{} // signalled (never blocking) when a write queues or one is withdrawn
+	lastSync time.Duration // how long the last synced commit took (qmu)
+}
+
+// maxGather caps a commit's wait for announced writes: a disk whose
+// flush takes longer than this is not made to wait longer still.
+const maxGather = 5 * time.Millisecond
+
+// maxYields bounds the yields before a commit takes its group: it yields
+// again only while the last yield brought more calls.
+const maxYields = 8
+
+// Expected is a write announced to the journal (Expect). Its owner calls
+// Write once, or Withdraw if it will not write after all; either ends the
+// announcement. It belongs to one goroutine.
+type Expected struct {
+	j    *Journal
+	open bool
+}
+
+// Expect announces a synced Write the caller is about to make, after work
+// that does not wait for anything (no lock, no I/O): a commit about to
+// start waits for it (Gather), so it shares that commit's fsync instead
+// of waiting for the next one. Call it only that close to the write: the
+// wait is bounded, but an announced write that is slow to come holds
+// every other write back for the bound.
+func (j *Journal) Expect() *Expected {
+	j.qmu.Lock()
+	j.expected++
+	j.qmu.Unlock()
+	return &Expected{j: j, open: true}
+}
+
+// Write is the announced write: Journal.Write, ending the announcement.
+func (e *Expected) Write(ctx context.Context, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
+	if !e.open {
+		return e.j.Write(ctx, fn)
+	}
+	e.open = false
+	return e.j.enqueue(ctx, db.Synced, fn, true)
+}
+
+// Withdraw ends the announcement without writing; a no-op after Write or
+// Withdraw.
+func (e *Expected) Withdraw() {
+	if !e.open {
+		return
+	}
+	e.open = false
+	e.j.qmu.Lock()
+	e.j.expected--
+	ch := e.j.arrivedLocked()
+	e.j.qmu.Unlock()
+	signal(ch)
+}
+
+// arrivedLocked is the channel a gathering commit waits on (qmu held).
+func (j *Journal) arrivedLocked() chan struct{} {
+	if j.arrived == nil {
+		j.arrived = make(chan struct{}, 1)
+	}
+	return j.arrived
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// JournalStats counts what the journal committed: calls (Writes), the
+// transactions they shared (Commits) and how many of those were synced
+// (Synced, one fsync each), so a benchmark or a test sees whether
+// concurrent writes really share commits.
+type JournalStats struct {
+	Writes, Commits, Synced int64
+}
+
+// Sub is s minus an earlier reading.
+func (s JournalStats) Sub(earlier JournalStats) JournalStats {
+	return JournalStats{Writes: s.Writes - earlier.Writes, Commits: s.Commits - earlier.Commits, Synced: s.Synced - earlier.Synced}
+}
+
+// Stats reads the counts so far.
+func (j *Journal) Stats() JournalStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats
 }
 
 // Emit appends one event to the transaction in progress.
@@ -73,12 +180,26 @@ func (j *Journal) WriteDeferred(ctx context.Context, fn func(ctx context.Context
 }
 
 func (j *Journal) write(ctx context.Context, dur db.Durability, fn func(ctx context.Context, tx *db.Tx, emit Emit) error) error {
+	return j.enqueue(ctx, dur, fn, false)
+}
+
+// enqueue queues one write (announced: it ends an Expect) and waits for
+// its commit, committing it (and whatever queued with it) itself when the
+// journal is idle.
+func (j *Journal) enqueue(ctx context.Context, dur db.Durability, fn func(ctx context.Context, tx *db.Tx, emit Emit) error, announced bool) error {
 	w := &journalWrite{ctx: ctx, dur: dur, fn: fn, done: make(chan struct{})}
 	j.qmu.Lock()
 	j.queue = append(j.queue, w)
+	if announced {
+		j.expected--
+	}
 	lead := !j.draining
 	j.draining = true
+	ch := j.arrivedLocked()
 	j.qmu.Unlock()
+	if !lead {
+		signal(ch) // a commit may be gathering
+	}
 	if lead {
 		j.drain()
 	}
@@ -91,6 +212,7 @@ func (j *Journal) write(ctx context.Context, dur db.Durability, fn func(ctx cont
 // a further group is handed to a new goroutine.
 func (j *Journal) drain() {
 	j.qmu.Lock()
+	j.gather()
 	n := min(len(j.queue), maxGroup)
 	group := append([]*journalWrite(nil), j.queue[:n]...)
 	j.queue = j.queue[n:]
@@ -106,6 +228,44 @@ func (j *Journal) drain() {
 	j.qmu.Unlock()
 	if more {
 		go j.drain()
+	}
+}
+
+// gather waits, with qmu held (released while it waits), for the
+// announced writes to queue, up to the bound (Gather) and as long as the
+// group is not full.
+func (j *Journal) gather() {
+	for range maxYields {
+		n := len(j.queue) + j.expected
+		j.qmu.Unlock()
+		runtime.Gosched()
+		j.qmu.Lock()
+		if len(j.queue)+j.expected == n {
+			break
+		}
+	}
+	if j.expected <= 0 || len(j.queue) >= maxGroup {
+		return
+	}
+	bound := j.Gather
+	if bound <= 0 {
+		bound = min(j.lastSync, maxGather)
+		if bound <= 0 {
+			bound = time.Millisecond // no synced commit measured yet
+		}
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	ch := j.arrivedLocked()
+	for j.expected > 0 && len(j.queue) < maxGroup {
+		j.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			j.qmu.Lock()
+			return
+		}
+		j.qmu.Lock()
 	}
 }
 
@@ -129,6 +289,7 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 			dur = db.Synced
 		}
 	}
+	t0 := time.Now()
 	err := j.DB.WriteAs(ctx, dur, func(ctx context.Context, tx *db.Tx) error {
 		evs = evs[:0]
 		for _, w := range group {
@@ -166,6 +327,16 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 			}
 		}
 		evs = nil
+	} else {
+		j.stats.Commits++
+		j.stats.Writes += int64(len(group))
+		if dur == db.Synced {
+			j.stats.Synced++
+			took := time.Since(t0)
+			j.qmu.Lock()
+			j.lastSync = took
+			j.qmu.Unlock()
+		}
 	}
 	j.publish(evs)
 	for _, w := range group {
