@@ -40,7 +40,6 @@ type base struct {
 	id, conversation string
 	body             []byte
 	req              *binding.Request // body's parse: the next compile's known prefix (binding.KnownPrefix)
-	msgs             []binding.Span   // each message's bytes in body
 	size             int              // what it holds in memory (baseSize), counted against basesMaxBytes
 	used             uint64
 	// hashed messages of body are covered by the SHA-256 state in hash (a
@@ -84,18 +83,14 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 	if size > limit {
 		return
 	}
-	msgs := make([]binding.Span, len(req.Messages))
-	for i := range req.Messages {
-		msgs[i] = req.Messages[i].Span
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID == nil {
 		s.byID, s.byConv = map[string]*base{}, map[string][]string{}
 	}
 	s.tick++
-	nb := &base{id: id, conversation: conversation, body: body, req: req, msgs: msgs, size: size, used: s.tick}
-	if proved != nil && proved.messages <= len(msgs) {
+	nb := &base{id: id, conversation: conversation, body: body, req: req, size: size, used: s.tick}
+	if proved != nil && proved.messages <= len(req.Messages) {
 		nb.hashed, nb.hash = proved.messages, proved.hash
 	}
 	s.byID[id] = nb
@@ -172,20 +167,21 @@ func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, *shared
 	if ref.Messages < 1 {
 		return nil, nil, api.Errorf(api.CodeBadRequest, "compile by reference: base.messages is %d: want at least 1", ref.Messages)
 	}
-	if ref.Messages > len(b.msgs) {
-		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(b.msgs), ref.Messages)
+	msgs := b.req.Messages // each message's Span: its bytes in body
+	if ref.Messages > len(msgs) {
+		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(msgs), ref.Messages)
 	}
-	prefix := b.body[b.msgs[0].Start:b.msgs[ref.Messages-1].End]
+	prefix := b.body[msgs[0].Span.Start:msgs[ref.Messages-1].Span.End]
 	h := sha256.New()
-	from := b.msgs[0].Start
+	from := msgs[0].Span.Start
 	if b.hashed > 0 && b.hashed <= ref.Messages {
 		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(b.hash); err == nil {
-			from = b.msgs[b.hashed-1].End
+			from = msgs[b.hashed-1].Span.End
 		} else {
 			h.Reset()
 		}
 	}
-	h.Write(b.body[from:b.msgs[ref.Messages-1].End])
+	h.Write(b.body[from:msgs[ref.Messages-1].Span.End])
 	state, _ := h.(encoding.BinaryMarshaler).MarshalBinary()
 	if hex.EncodeToString(h.Sum(nil)) != ref.Digest {
 		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: the first %d messages are not those of compile %q (digest differs; compile in full)", ref.Messages, ref.CompileID)
