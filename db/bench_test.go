@@ -39,7 +39,7 @@ func BenchmarkCommit(b *testing.B) {
 				t0 := time.Now()
 				if durable {
 					err = d.Write(b.Context(), func(ctx context.Context, tx *Tx) error {
-						_, err := d.ingestTx(ctx, tx.tx, batch)
+						_, err := d.ingestTx(ctx, tx.tx, batch, rowsPerInsert)
 						return err
 					})
 				} else {

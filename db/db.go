@@ -48,6 +48,9 @@ type DB struct {
 	// set ("FULL" or "NORMAL"); only the holder of the writer sets it.
 	writerSync string
 	noSync     bool
+	// rowsPerInsert bounds the rows of one INSERT at ingest (0: the
+	// default, ingest_rows.go); tests set 1 to ingest row by row.
+	rowsPerInsert int
 	// aggregator keeps report aggregates current at ingest (aggregate.go).
 	aggregator atomic.Pointer[ReportAggregator]
 }

@@ -131,9 +131,9 @@ type Ingested struct {
 // another event after a power loss (api.md: the log is durable).
 func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 	var out Ingested
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.ingestWrite(ctx, func(ctx context.Context, tx *sql.Tx, limit int) error {
 		var err error
-		out, err = d.ingestTx(ctx, tx, b)
+		out, err = d.ingestTx(ctx, tx, b, limit)
 		return err
 	})
 	if err != nil {
@@ -146,10 +146,10 @@ func (d *DB) Ingest(ctx context.Context, b Batch) (Ingested, error) {
 // a cold start over many small files). All or none are committed.
 func (d *DB) IngestAll(ctx context.Context, bs []Batch) ([]Ingested, error) {
 	out := make([]Ingested, 0, len(bs))
-	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := d.ingestWrite(ctx, func(ctx context.Context, tx *sql.Tx, limit int) error {
 		out = out[:0]
 		for _, b := range bs {
-			r, err := d.ingestTx(ctx, tx, b)
+			r, err := d.ingestTx(ctx, tx, b, limit)
 			if err != nil {
 				return fmt.Errorf("ingest %s (%s): %w", b.Path, b.Kind, err)
 			}
@@ -169,7 +169,8 @@ type liveFile struct {
 	session  string
 }
 
-func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error) {
+// ingestTx applies b in tx, up to limit rows to an INSERT.
+func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch, limit int) (Ingested, error) {
 	if b.Path == "" {
 		return Ingested{}, errors.New("batch without a path")
 	}
@@ -249,69 +250,11 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch) (Ingested, error
 	}
 	out.SessionID = f.session
 
-	thinking := 0
-	linked := map[string]int{} // entry id -> stamps linked to it
-	insEntry := tx.StmtContext(ctx, d.stmts.insertEntry)
-	insThinking := tx.StmtContext(ctx, d.stmts.insertThinking)
-	insFrontier := tx.StmtContext(ctx, d.stmts.insertFrontier)
-	linkStamp := tx.StmtContext(ctx, d.stmts.linkStamp)
-	seqs := make([]int64, len(b.Entries))
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		u := e.Usage
-		// Exec and LastInsertId, not RETURNING: a query's row machinery
-		// costs more than the insert itself on this hot path.
-		res, err := insEntry.ExecContext(ctx,
-			f.id, e.ID, nullString(e.ParentID), e.Type, e.Line, e.Offset, e.Length,
-			nullString(e.Timestamp), nullString(e.Role), nullString(e.Model), nullString(e.Provider),
-			nullString(e.StopReason), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.TotalTokens,
-			u.CostTotal, e.ToolCalls, e.UserText, nullString(e.FirstKeptEntryID), nullString(e.CustomType),
-			u.CostInput, u.CostOutput, u.CostCacheRead, u.CostCacheWrite,
-			u.CacheWrite1h, u.Reasoning, nullString(e.UsageKind), nullString(e.TargetID), e.EditOmit,
-		)
-		if err != nil {
-			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
-		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return out, fmt.Errorf("line %d: save entry: %w", e.Line, err)
-		}
-		seqs[i] = seq
-		for _, t := range e.Thinking {
-			var dig any
-			if len(t.SigDigest) > 0 {
-				dig = t.SigDigest
-			}
-			if _, err := insThinking.ExecContext(ctx, seq, t.Index, f.id, t.Redacted, t.Signed, dig, t.Chars); err != nil {
-				return out, fmt.Errorf("line %d: save thinking block %d: %w", e.Line, t.Index, err)
-			}
-			if e.Type != "message" {
-				// A context_edit's replacement carries copies of blocks
-				// a message minted: what the model sees, not new thinking
-				// and not where a stamp's reply landed.
-				continue
-			}
-			thinking++
-			// A stamp an accept or compile made before this line was read
-			// is linked to its entry in the same transaction: a link made
-			// after the commit was lost to a crash or shutdown in between,
-			// and nothing ever read the line again.
-			if t.Signed && len(t.SigDigest) == 32 {
-				res, err := linkStamp.ExecContext(ctx, e.ID, t.SigDigest)
-				if err != nil {
-					return out, fmt.Errorf("line %d: link stamp of thinking block %d: %w", e.Line, t.Index, err)
-				}
-				if n, _ := res.RowsAffected(); n > 0 {
-					linked[e.ID] += int(n)
-				}
-			}
-		}
-		if e.CustomType == FrontierType && len(e.Data) > 0 {
-			if _, err := insFrontier.ExecContext(ctx, seq, f.id, string(e.Data)); err != nil {
-				return out, fmt.Errorf("line %d: save frontier: %w", e.Line, err)
-			}
-		}
+	rows, err := d.saveRows(ctx, tx, f.id, b.Entries, limit)
+	if err != nil {
+		return out, err
 	}
+	thinking, linked, seqs := rows.thinking, rows.linked, rows.seqs
 	out.Entries = len(b.Entries)
 	// The session's report aggregate moves with its rows, in this
 	// transaction: a report never sees rows its aggregate lacks.
@@ -440,13 +383,17 @@ type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
 	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
 	insertErrorOnce, linkStamp                                        *sql.Stmt
+	// entryRows[k] inserts 1<<k entries (ingest_rows.go), their seqs
+	// given; insertEntry lets SQLite choose the seq.
+	entryRows [insertSizes]*sql.Stmt
 }
 
 func (d *DB) prepare(ctx context.Context) error {
-	for _, p := range []struct {
+	type prep struct {
 		s   **sql.Stmt
 		sql string
-	}{
+	}
+	stmts := []prep{
 		{&d.stmts.liveFile, `SELECT f.id, f.dev, f.ino, f.offset, s.id FROM files f LEFT JOIN sessions s ON s.file = f.id WHERE f.path = ? AND f.removed = 0`},
 		{&d.stmts.insertFile, `INSERT INTO files (path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&d.stmts.updateCursor, `UPDATE files SET offset = ?, lines = ?, check_digest = ?, updated_ms = ? WHERE id = ?`},
@@ -461,13 +408,17 @@ func (d *DB) prepare(ctx context.Context) error {
 			tool_calls, user_text, first_kept_entry_id, custom_type, cost_input, cost_output, cost_cache_read, cost_cache_write,
 			cache_write_1h_tokens, reasoning_tokens, usage_kind, target_id, edit_omit)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&d.stmts.insertThinking, `INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&d.stmts.insertThinking, insertRowsSQL("thinking", thinkingColumns, thinkingParams, 1)},
 		{&d.stmts.insertFrontier, `INSERT INTO frontier (entry, file, data) VALUES (?, ?, ?)`},
 		{&d.stmts.insertError, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) VALUES (?, ?, ?, ?, ?)`},
 		{&d.stmts.insertErrorOnce, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) SELECT ?1, ?2, ?3, ?4, ?5
 			WHERE NOT EXISTS (SELECT 1 FROM ingest_errors WHERE file = ?1 AND offset = ?3 AND line = ?2 AND reason = ?4)`},
 		{&d.stmts.linkStamp, sqlLinkStampEntry},
-	} {
+	}
+	for k := range insertSizes {
+		stmts = append(stmts, prep{&d.stmts.entryRows[k], insertRowsSQL("entries", entryColumns, entryParams, 1<<k)})
+	}
+	for _, p := range stmts {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
 		if err != nil {
 			d.stmts.close()
@@ -479,8 +430,8 @@ func (d *DB) prepare(ctx context.Context) error {
 }
 
 func (s *writerStmts) close() {
-	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp} {
+	for _, st := range append([]*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp}, s.entryRows[:]...) {
 		if st != nil {
 			st.Close()
 		}
