@@ -51,6 +51,9 @@ type DB struct {
 	// rowsPerInsert bounds the rows of one INSERT at ingest (0: the
 	// default, ingest_rows.go); tests set 1 to ingest row by row.
 	rowsPerInsert int
+	// probeEveryBlock: ingest probes a stamp for every signed block even
+	// when no stamp exists (ingest_rows.go); tests set it as the reference.
+	probeEveryBlock bool
 	// aggregator keeps report aggregates current at ingest (aggregate.go).
 	aggregator atomic.Pointer[ReportAggregator]
 }

@@ -382,7 +382,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
 	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
-	insertErrorOnce, linkStamp                                        *sql.Stmt
+	insertErrorOnce, linkStamp, anyStamp                              *sql.Stmt
 	// entryRows[k] inserts 1<<k entries (ingest_rows.go), their seqs
 	// given; insertEntry lets SQLite choose the seq.
 	entryRows [insertSizes]*sql.Stmt
@@ -414,6 +414,7 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.insertErrorOnce, `INSERT INTO ingest_errors (file, line, offset, reason, time_ms) SELECT ?1, ?2, ?3, ?4, ?5
 			WHERE NOT EXISTS (SELECT 1 FROM ingest_errors WHERE file = ?1 AND offset = ?3 AND line = ?2 AND reason = ?4)`},
 		{&d.stmts.linkStamp, sqlLinkStampEntry},
+		{&d.stmts.anyStamp, `SELECT EXISTS (SELECT 1 FROM stamps)`},
 	}
 	for k := range insertSizes {
 		stmts = append(stmts, prep{&d.stmts.entryRows[k], insertRowsSQL("entries", entryColumns, entryParams, 1<<k)})
@@ -431,7 +432,7 @@ func (d *DB) prepare(ctx context.Context) error {
 
 func (s *writerStmts) close() {
 	for _, st := range append([]*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp}, s.entryRows[:]...) {
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp, s.anyStamp}, s.entryRows[:]...) {
 		if st != nil {
 			st.Close()
 		}

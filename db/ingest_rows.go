@@ -277,14 +277,32 @@ type rowLinks struct {
 	d    *DB
 	tx   *sql.Tx
 	stmt *sql.Stmt
+	// looked: the stamps table was looked at for this batch; none: it held
+	// no stamp, so no block of the batch has one to link.
+	looked, none bool
 }
 
 // link links the stamp of e's block t, if one is waiting for it. A stamp
 // an accept or compile made before this line was read is linked to its
 // entry in the same transaction: a link made after the commit was lost to
 // a crash or shutdown in between, and nothing ever read the line again.
+//
+// A first scan into a new database has no stamp at all, and its thousands
+// of probes would each find nothing: the batch looks once whether any
+// stamp exists (nothing in a batch's transaction makes one) and skips the
+// probes when none does.
 func (l *rowLinks) link(ctx context.Context, e *Entry, t Thinking, linked map[string]int) error {
 	if !t.Signed || len(t.SigDigest) != 32 {
+		return nil
+	}
+	if !l.looked && !l.d.probeEveryBlock {
+		var some bool
+		if err := l.tx.StmtContext(ctx, l.d.stmts.anyStamp).QueryRowContext(ctx).Scan(&some); err != nil {
+			return fmt.Errorf("line %d: look up stamps: %w", e.Line, err)
+		}
+		l.looked, l.none = true, !some
+	}
+	if l.none {
 		return nil
 	}
 	if l.stmt == nil {
