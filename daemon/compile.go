@@ -249,6 +249,16 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 	if newBranch != nil {
 		c.branches[newBranch.Branch] = newBranch
 	}
+	// The record is stored; in memory it shares what it repeats of the
+	// record it most likely extends: the base it was compiled by
+	// reference from, else its branch's owner (compared, never assumed).
+	base := f.owner
+	if call.Base != nil {
+		if e := c.compiles[call.Base.CompileID]; e != nil && e.rec != nil {
+			base = e.rec
+		}
+	}
+	binding.ShareTail(rec, base, &c.tip)
 	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}
 	c.cacheStamps(stampRows)
 	c.applyRetention(plan)

@@ -23,6 +23,10 @@ type conv struct {
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).
 	stamps map[binding.Digest]binding.Stamp
+	// tip is the record arrays this conversation's next compile record may
+	// extend in place (binding.ShareTail): its records share their history
+	// instead of each holding it whole.
+	tip binding.ShareTip
 }
 
 // stampsCached bounds a conversation's stamp cache; past it the cache
