@@ -169,6 +169,12 @@ CREATE TABLE compiles (
     last_read    BLOB              -- the accept's LastRead (migration 008), all zero: none; NULL: record says (accepted before 008, or not accepted)
 );
 CREATE INDEX compiles_branch ON compiles(conversation, branch, seq);
+CREATE TABLE record_chunks (
+    conversation TEXT NOT NULL,
+    hash         BLOB NOT NULL, -- SHA-256 of data (migration 009)
+    data         BLOB NOT NULL,
+    PRIMARY KEY (conversation, hash)
+) WITHOUT ROWID;
 CREATE TABLE stamps (
     key          BLOB    PRIMARY KEY,
     seed         BLOB    NOT NULL,

@@ -152,6 +152,9 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
+		if err := c.sweepChunks(ctx, tx, plan, nil); err != nil {
+			return err
+		}
 		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,
 			"stamped": len(stamped), "released": len(released), "owner": out.Owner, "reply": len(call.Reply) > 0}); err != nil {
 			return err

@@ -38,7 +38,8 @@ func insertCompile(t *testing.T, d *DB, id, conv, branch string) *binding.Compil
 		if err := tx.UpsertBranch(ctx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
 			return err
 		}
-		return tx.InsertCompile(ctx, rec, time.Now().UnixMilli())
+		_, err := tx.InsertCompile(ctx, rec, time.Now().UnixMilli(), ChunkSource{})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

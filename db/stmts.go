@@ -33,6 +33,8 @@ const (
 	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, last_read = ? WHERE id = ? AND accepted_ms IS NULL`
 	sqlNullRecord    = `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`
 	sqlForgetCompile = `DELETE FROM compiles WHERE id = ?`
+	sqlInsertChunk   = `INSERT INTO record_chunks (conversation, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlDeleteChunk   = `DELETE FROM record_chunks WHERE conversation = ? AND hash = ?`
 	sqlUpdateRecord  = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
 	sqlInsertStamp   = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
@@ -47,7 +49,7 @@ const (
 
 var hotWriteSQL = []string{
 	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlInsertCompile,
-	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
+	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlInsertChunk, sqlDeleteChunk, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
 	sqlLinkStampInSession, sqlInsertRelease,
 }
 
