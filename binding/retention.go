@@ -88,10 +88,24 @@ type RetentionPlan struct {
 // exceeded by a compile added to it. The conversation-wide record bound
 // is amortized: it runs once the bound is overshot by an eighth, and then
 // cuts back to the bound, so a long session does not sort its records on
-// every turn. One pass over compiles; sorting only where a bound is
-// exceeded.
+// every turn.
+//
+// A first pass over compiles only counts: on most compiles and accepts no
+// bound is exceeded and nothing is forgotten, and counting allocates
+// nothing (this runs on every compile and accept, and a long conversation
+// holds thousands of tombstones). Only when a bound is exceeded are
+// compiles ranged over again (so compiles must yield the same compiles
+// twice) to list and sort where it is.
 func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	k = k.Normalized()
+	if !retentionExceeded(k, compiles, next, owner) {
+		return RetentionPlan{}
+	}
+	return retainListed(k, compiles, next, owner)
+}
+
+// retainListed is Retain's plan from the lists themselves (k normalized).
+func retainListed(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	// Only ids and seqs go into the bounded lists: a long conversation holds
 	// thousands of tombstones, and this runs on every compile and accept.
 	type item struct {
@@ -166,4 +180,35 @@ func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCo
 		drop(beyond(rec, k.AcceptedRecords))
 	}
 	return plan
+}
+
+// retentionExceeded is whether Retain would forget or drop anything: its
+// lists counted, none built.
+func retentionExceeded(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) bool {
+	var brUnacc, unacc, brRec, rec, tombs int
+	count := func(c RememberedCompile) {
+		switch {
+		case !c.Accepted:
+			unacc++
+			if c.Branch == next.Branch {
+				brUnacc++
+			}
+		case c.Record:
+			rec++
+			if c.Branch == next.Branch && c.ID != owner {
+				brRec++
+			}
+			tombs++
+		default:
+			tombs++
+		}
+	}
+	for c := range compiles {
+		if c.ID != next.ID {
+			count(c)
+		}
+	}
+	count(next)
+	return brUnacc > k.PerBranch || unacc > k.PerConversation || tombs > k.Tombstones ||
+		brRec > k.PerBranch || rec > k.AcceptedRecords+k.AcceptedRecords/8
 }

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -81,3 +82,65 @@ func TestRetentionNormalized(t *testing.T) {
 }
 
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+// TestRetainCountsAgreeWithLists: the counting pass finds a bound
+// exceeded exactly when the lists would forget or drop something, over
+// random conversations near every bound, so Retain's shortcut never
+// changes a plan.
+func TestRetainCountsAgreeWithLists(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 1))
+	k := Retention{PerBranch: MinRemembered, PerConversation: 40, AcceptedRecords: 32, Tombstones: 48}.Normalized()
+	branches := []string{"a", "b", "c"}
+	exceeded := 0
+	for iter := range 4000 {
+		var cs []RememberedCompile
+		for i := range rng.IntN(90) {
+			accepted := rng.IntN(3) > 0
+			cs = append(cs, RememberedCompile{ID: fmt.Sprint("c", i), Seq: int64(i + 1), Branch: branches[rng.IntN(len(branches))],
+				Accepted: accepted, Record: !accepted || rng.IntN(2) == 0})
+		}
+		next := RememberedCompile{ID: "next", Seq: 1000, Branch: branches[rng.IntN(len(branches))], Accepted: rng.IntN(2) == 0, Record: true}
+		if len(cs) > 0 && rng.IntN(4) == 0 {
+			next = cs[rng.IntN(len(cs))] // an accept of a remembered compile
+			next.Accepted = true
+		}
+		owner := ""
+		if len(cs) > 0 && rng.IntN(2) == 0 {
+			owner = cs[rng.IntN(len(cs))].ID
+		}
+		listed := retainListed(k, slices.Values(cs), next, owner)
+		got := Retain(k, slices.Values(cs), next, owner)
+		if !slices.Equal(got.Forget, listed.Forget) || !slices.Equal(got.DropRecords, listed.DropRecords) {
+			t.Fatalf("iteration %d: Retain %+v, the lists %+v", iter, got, listed)
+		}
+		if len(listed.Forget)+len(listed.DropRecords) > 0 {
+			exceeded++
+		}
+	}
+	if exceeded < 400 || exceeded > 3600 {
+		t.Fatalf("%d of 4000 conversations exceeded a bound: the test does not reach both sides", exceeded)
+	}
+}
+
+// BenchmarkRetain: an accept in a conversation of n remembered compiles
+// (accepted, most kept by id), where no bound is exceeded, against the
+// lists built as Retain did before it counted first.
+func BenchmarkRetain(b *testing.B) {
+	for _, n := range []int{400, 4000} {
+		var cs []RememberedCompile
+		for i := range n {
+			cs = append(cs, RememberedCompile{ID: fmt.Sprint("c", i), Seq: int64(i + 1), Branch: fmt.Sprint("leaf", i), Accepted: true, Record: i >= n-200})
+		}
+		next := RememberedCompile{ID: "next", Seq: int64(n + 1), Branch: "next", Accepted: true, Record: true}
+		b.Run(fmt.Sprint("lists/", n), func(b *testing.B) {
+			for b.Loop() {
+				retainListed(DefaultRetention, slices.Values(cs), next, "next")
+			}
+		})
+		b.Run(fmt.Sprint("retain/", n), func(b *testing.B) {
+			for b.Loop() {
+				Retain(DefaultRetention, slices.Values(cs), next, "next")
+			}
+		})
+	}
+}
