@@ -81,14 +81,18 @@ type RetentionPlan struct {
 //   - accepted records beyond the newest PerBranch of next's branch (except
 //     its owner) or AcceptedRecords of the conversation are dropped (pi
 //     makes every leaf a branch, so the per-branch bound alone would keep
-//     one per turn);
+//     one per turn), both amortized (below);
 //   - accepted compiles beyond the newest Tombstones are forgotten.
 //
 // Only next's branch is bounded per branch: a branch's bound can only be
-// exceeded by a compile added to it. The conversation-wide record bound
-// is amortized: it runs once the bound is overshot by an eighth, and then
-// cuts back to the bound, so a long session does not sort its records on
-// every turn.
+// exceeded by a compile added to it. The record bounds are amortized: each
+// runs once its bound is overshot by an eighth, and then cuts back to the
+// bound, so a long session does not sort its records on every turn: the
+// conversation's in pi's sessions (a branch per turn), the branch's in a
+// host's that names no branch (one branch for the whole conversation).
+// The compile bounds are exact: a repeated accept within Tombstones
+// answers 200 and beyond them 404 (--accepted-window), and the newest
+// PerBranch unaccepted compiles of a branch can be accepted.
 //
 // A first pass over compiles only counts: on most compiles and accepts no
 // bound is exceeded and nothing is forgotten, and counting allocates
@@ -175,7 +179,9 @@ func retainListed(k Retention, compiles iter.Seq[RememberedCompile], next Rememb
 			}
 		}
 	}
-	drop(beyond(brRec, k.PerBranch))
+	if len(brRec) > k.PerBranch+k.PerBranch/8 {
+		drop(beyond(brRec, k.PerBranch))
+	}
 	if len(rec) > k.AcceptedRecords+k.AcceptedRecords/8 {
 		drop(beyond(rec, k.AcceptedRecords))
 	}
@@ -210,5 +216,5 @@ func retentionExceeded(k Retention, compiles iter.Seq[RememberedCompile], next R
 	}
 	count(next)
 	return brUnacc > k.PerBranch || unacc > k.PerConversation || tombs > k.Tombstones ||
-		brRec > k.PerBranch || rec > k.AcceptedRecords+k.AcceptedRecords/8
+		brRec > k.PerBranch+k.PerBranch/8 || rec > k.AcceptedRecords+k.AcceptedRecords/8
 }

@@ -64,6 +64,17 @@ func TestRetainBounds(t *testing.T) {
 	if p := Retain(k, slices.Values(recs), RememberedCompile{ID: "n", Seq: 100, Branch: "n", Accepted: true, Record: true}, "n"); !slices.Equal(sorted(p.DropRecords), []string{"r1", "r2", "r3", "r4", "r5"}) {
 		t.Fatalf("past the eighth: %+v (want back to 32 of 37)", p)
 	}
+	// a branch's accepted records (a host that names no branch has one):
+	// amortized past an eighth over the bound too, its owner's kept
+	br := mk(36, "one", true, true, 1)
+	k = Retention{PerBranch: 32, AcceptedRecords: 1000, Tombstones: 1000}
+	if p := Retain(k, slices.Values(br), RememberedCompile{ID: "n", Seq: 100, Branch: "one", Accepted: true, Record: true}, "one1"); len(p.DropRecords) != 0 {
+		t.Fatalf("branch within the eighth: %+v", p)
+	}
+	br = mk(38, "one", true, true, 1)
+	if p := Retain(k, slices.Values(br), RememberedCompile{ID: "n", Seq: 100, Branch: "one", Accepted: true, Record: true}, "one1"); !slices.Equal(sorted(p.DropRecords), sorted([]string{"one2", "one3", "one4", "one5", "one6", "one7"})) {
+		t.Fatalf("branch past the eighth: %+v (want back to 32 of 38 beside the owner)", p)
+	}
 	// tombstones beyond the bound (raised to MinRemembered) are forgotten
 	tombs := mk(40, "t", true, false, 1)
 	if p := Retain(Retention{Tombstones: 1, PerBranch: 1, AcceptedRecords: 1}, slices.Values(tombs), tombs[39], ""); !slices.Equal(sorted(p.Forget), sorted([]string{"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"})) || len(p.DropRecords) != 0 {
