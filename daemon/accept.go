@@ -149,7 +149,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 				return err
 			}
 		}
-		if err := tx.MarkAccepted(ctx, rec, now, len(stamped), len(released)); err != nil {
+		if err := tx.MarkAccepted(ctx, rec.ID, rec.LastRead, now, len(stamped), len(released)); err != nil {
 			return err
 		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {

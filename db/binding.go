@@ -118,18 +118,21 @@ func (t *Tx) InsertCompile(ctx context.Context, rec *binding.CompileRecord, crea
 	return nil
 }
 
-// MarkAccepted records that a compile was accepted, its updated record,
-// and what its accept recorded (answered again on a repeat). A compile
-// already accepted, or unknown, is ErrUnknownCompile.
-func (t *Tx) MarkAccepted(ctx context.Context, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
+// MarkAccepted records that compile id was accepted, the last block its
+// model read (binding.Accept's record: an accept changes a record's
+// Accepted and LastRead, nothing else), and what its accept recorded
+// (answered again on a repeat). The record itself is not written again:
+// it is as long as the conversation's history, and an accept that
+// rewrote it cost a turn its history twice over (migration 008). A
+// compile already accepted, or unknown, is ErrUnknownCompile.
+func (t *Tx) MarkAccepted(ctx context.Context, id string, lastRead binding.Digest, acceptedMs int64, stamped, released int) error {
 	tx := t.tx
-	res, err := txExec(ctx, tx, sqlMarkAccepted,
-		acceptedMs, stamped, released, encodeRecord(rec), rec.ID)
+	res, err := txExec(ctx, tx, sqlMarkAccepted, acceptedMs, stamped, released, lastRead[:], id)
 	if err != nil {
-		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
+		return fmt.Errorf("accept compile %s: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("accept compile %s: %w", rec.ID, binding.ErrUnknownCompile)
+		return fmt.Errorf("accept compile %s: %w", id, binding.ErrUnknownCompile)
 	}
 	return nil
 }
@@ -311,7 +314,7 @@ func (d *DB) Compile(ctx context.Context, id string) (c CompileRow, found bool, 
 }
 
 func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]CompileRow, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, conversation, branch, created_ms, accepted_ms, stamped, released, record FROM compiles `+where, args...)
+	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, conversation, branch, created_ms, accepted_ms, stamped, released, record, last_read FROM compiles `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +323,8 @@ func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]Compile
 	for rows.Next() {
 		var c CompileRow
 		var acc sql.NullInt64
-		var blob []byte
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Conversation, &c.Branch, &c.CreatedMs, &acc, &c.Stamped, &c.Released, &blob); err != nil {
+		var blob, lastRead []byte
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Conversation, &c.Branch, &c.CreatedMs, &acc, &c.Stamped, &c.Released, &blob, &lastRead); err != nil {
 			return nil, err
 		}
 		c.AcceptedMs = acc.Int64
@@ -329,10 +332,32 @@ func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]Compile
 			if c.Record, err = decodeRecord(blob); err != nil {
 				return nil, fmt.Errorf("compile %s record: %w", c.ID, err)
 			}
+			if err := acceptedAs(c.Record, acc.Valid, lastRead); err != nil {
+				return nil, fmt.Errorf("compile %s: %w", c.ID, err)
+			}
 		}
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// acceptedAs gives rec what its accept wrote apart from it (MarkAccepted):
+// accepted and the last block read (all zero: none). lastRead NULL: the
+// record says (not accepted, or accepted before migration 008, which
+// rewrote the record).
+func acceptedAs(rec *binding.CompileRecord, accepted bool, lastRead []byte) error {
+	if lastRead == nil {
+		return nil
+	}
+	if !accepted {
+		return fmt.Errorf("last_read set on a compile not accepted")
+	}
+	if len(lastRead) != len(rec.LastRead) {
+		return fmt.Errorf("last_read is %d bytes, not %d", len(lastRead), len(rec.LastRead))
+	}
+	rec.Accepted = true
+	copy(rec.LastRead[:], lastRead)
+	return nil
 }
 
 // Stamps reads the stamps of the given keys (missing keys are absent).

@@ -30,7 +30,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`
 	sqlInsertCompile = `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`
+	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, last_read = ? WHERE id = ? AND accepted_ms IS NULL`
 	sqlNullRecord    = `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`
 	sqlForgetCompile = `DELETE FROM compiles WHERE id = ?`
 	sqlUpdateRecord  = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
