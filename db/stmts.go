@@ -45,12 +45,16 @@ const (
 				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message')`
 	sqlInsertRelease = `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`
+	// Tx.Savepoint's: the journal wraps every call of a shared commit in one.
+	sqlSavepoint        = `SAVEPOINT tx_savepoint`
+	sqlReleaseSavepoint = `RELEASE tx_savepoint`
+	sqlRollbackTo       = `ROLLBACK TO tx_savepoint`
 )
 
 var hotWriteSQL = []string{
 	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlInsertCompile,
 	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlInsertChunk, sqlDeleteChunk, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
-	sqlLinkStampInSession, sqlInsertRelease,
+	sqlLinkStampInSession, sqlInsertRelease, sqlSavepoint, sqlReleaseSavepoint, sqlRollbackTo,
 }
 
 // hotStmts are hotWriteSQL prepared on the writer, by query text. Read-only
