@@ -165,9 +165,16 @@ CREATE TABLE compiles (
     accepted_ms  INTEGER,          -- NULL: not accepted
     stamped      INTEGER NOT NULL DEFAULT 0, -- what the accept recorded (answered again on a repeat)
     released     INTEGER NOT NULL DEFAULT 0,
-    record       BLOB              -- NULL once forgotten (accepted compiles only)
+    record       BLOB,             -- NULL once forgotten (accepted compiles only)
+    last_read    BLOB              -- the accept's LastRead (migration 008), all zero: none; NULL: record says (accepted before 008, or not accepted)
 );
 CREATE INDEX compiles_branch ON compiles(conversation, branch, seq);
+CREATE TABLE record_chunks (
+    conversation TEXT NOT NULL,
+    hash         BLOB NOT NULL, -- SHA-256 of data (migration 009)
+    data         BLOB NOT NULL,
+    PRIMARY KEY (conversation, hash)
+) WITHOUT ROWID;
 CREATE TABLE stamps (
     key          BLOB    PRIMARY KEY,
     seed         BLOB    NOT NULL,

@@ -26,6 +26,10 @@ type Client struct {
 	err  error
 }
 
+// clientIdleConns bounds the connections a Client keeps open between
+// calls: more concurrent callers than this dial for each call beyond it.
+const clientIdleConns = 64
+
 // NewClient returns a client for the socket at path ("" for the default).
 func NewClient(socket string) *Client { return &Client{Socket: socket} }
 
@@ -55,8 +59,14 @@ func (c *Client) init() error {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", socket)
 			},
-			MaxIdleConns:       4,
-			DisableCompression: true,
+			// Every request goes to one host (the socket), so the per-host
+			// limit is the pool: at net/http's default of 2, concurrent
+			// callers sharing a Client (a benchmark's 16 conversations, an
+			// editor's parallel reads) close all but 2 connections after each
+			// round and dial again the next.
+			MaxIdleConns:        clientIdleConns,
+			MaxIdleConnsPerHost: clientIdleConns,
+			DisableCompression:  true,
 		}
 		c.http = &http.Client{Transport: tr}
 	})

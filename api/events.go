@@ -38,8 +38,9 @@ type EventFeed struct {
 const backlogPage = 512
 
 // ServeHTTP implements the feed. The subscription is made before the
-// backlog is read, and live events already replayed are skipped by seq:
-// nothing committed is missed and nothing is sent twice.
+// handshake answers and before the backlog is read, and live events already
+// replayed are skipped by seq: nothing committed is missed and nothing is
+// sent twice.
 func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	conversation := q.Get("conversation")
@@ -69,6 +70,13 @@ func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		timeout = 5 * time.Second
 	}
 
+	// Subscribed before the handshake answers: a client whose dial has
+	// returned is sent every event committed after that, so a host that
+	// connects, then acts, sees its own events (subscribing after the
+	// answer lost the events of that moment to a live client).
+	sub := f.Hub.Subscribe(conversation)
+	defer f.Hub.Unsubscribe(sub)
+
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		log.Debug("events: websocket accept", "err", err)
@@ -78,9 +86,6 @@ func (f *EventFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The feed is write-only: CloseRead answers pings and closes, and its
 	// context ends when the client goes away.
 	ctx := c.CloseRead(context.Background())
-
-	sub := f.Hub.Subscribe(conversation)
-	defer f.Hub.Unsubscribe(sub)
 
 	send := func(b []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, timeout)

@@ -222,6 +222,25 @@ func TestFeedFilterByConversation(t *testing.T) {
 	}
 }
 
+// TestFeedLiveFromDial: a client without since is subscribed by the time
+// its dial returns, so an event committed right after reaches it (no
+// waiting for the subscription: a host connects, then acts).
+func TestFeedLiveFromDial(t *testing.T) {
+	fs := startFeed(t, 0, 0)
+	for i := range 20 {
+		c := fs.dial(t, "")
+		if n := fs.hub.Subscribers(); n != 1 {
+			t.Fatalf("dial %d returned with %d subscribers, want 1", i, n)
+		}
+		e := fs.log.append(fs.hub, EventCompile, "a")
+		if got := readEvent(t, c); got.Seq != e.Seq {
+			t.Fatalf("dial %d: first live event %+v, want seq %d", i, got, e.Seq)
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+		fs.waitSubscribers(t, 0)
+	}
+}
+
 func TestFeedResetWhenSinceWasPruned(t *testing.T) {
 	fs := startFeed(t, 0, 0)
 	for range 50 {

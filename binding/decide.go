@@ -221,6 +221,12 @@ type tblock struct {
 	tokens   int
 	hostPrev Digest // assumed predecessor without a stamp (see verdicts)
 
+	// in is the block's stamp among the input's (looked up once, in
+	// collect: a long conversation's stamps are a large map, and each
+	// round of the decision asked it again for every block)
+	in    Stamp
+	hasIn bool
+
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
 	kept0      Digest // chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
 	hasKept0   bool
@@ -282,7 +288,8 @@ type decider struct {
 	// conversation's blocks were minted by one or two models, and
 	// normalizing both names again for every block was a third of a
 	// compile's decision.
-	reads map[string]bool
+	reads  map[string]bool
+	binds1 map[string]bool // minterBinds
 }
 
 // targetReads is d.models.Reads(d.req.Model, minter), once per minter.
@@ -325,18 +332,34 @@ func (d *decider) collect() {
 				t.dup = seen[b.Key]
 				seen[b.Key] = true
 			}
+			t.in, t.hasIn = d.in.Stamps[b.Key]
 			d.tb = append(d.tb, t)
 		}
 	}
 	d.dropped = make([]bool, len(d.req.Messages))
 }
 
-func (d *decider) stamp(k Digest) (Stamp, bool) {
-	if s, ok := d.in.Stamps[k]; ok {
-		return s, true
+// stamp is the stamp of thinking block t: the input's, else the one
+// attribution made.
+func (d *decider) stamp(t *tblock) (Stamp, bool) {
+	if t.hasIn {
+		return t.in, true
 	}
-	s, ok := d.attributed[k]
+	s, ok := d.attributed[t.key]
 	return s, ok
+}
+
+// minterBinds is d.models.Binds(minter), once per minter (see reads).
+func (d *decider) minterBinds(minter string) bool {
+	r, ok := d.binds1[minter]
+	if !ok {
+		if d.binds1 == nil {
+			d.binds1 = map[string]bool{}
+		}
+		r = d.models.Binds(minter)
+		d.binds1[minter] = r
+	}
+	return r
 }
 
 // decide runs verdicts and the kept set to a fixed point with the dropped
@@ -432,7 +455,7 @@ func (d *decider) attribute() {
 		for ; j < len(d.tb) && d.tb[j].msg == msg; j++ {
 			t := &d.tb[j]
 			if t.signed && !t.dup {
-				if _, ok := d.stamp(t.key); !ok {
+				if _, ok := d.stamp(t); !ok {
 					need = true
 				}
 			}
@@ -490,7 +513,7 @@ func (d *decider) attributeMessage(from, to int) {
 			pred = t.key
 			continue
 		}
-		if _, ok := d.stamp(t.key); !ok {
+		if _, ok := d.stamp(t); !ok {
 			chain := d.req.Messages[t.msg].Blocks[t.blk].Chain
 			if viaSent {
 				chain = t.chain
@@ -554,7 +577,7 @@ func (d *decider) keptChains() {
 		if !t.signed || t.dup {
 			continue
 		}
-		if st, ok := d.stamp(t.key); ok && st.Chain != t.chain && st.Seed == c.Seed {
+		if st, ok := d.stamp(t); ok && st.Chain != t.chain && st.Seed == c.Seed {
 			last = i
 		}
 	}
@@ -577,7 +600,7 @@ func (d *decider) keptChains() {
 		h = msgs[i].StepFrom(h, func(j int, before Digest) {
 			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
 				if d.tb[k].blk == j {
-					st, ok := d.stamp(d.tb[k].key)
+					st, ok := d.stamp(&d.tb[k])
 					d.tb[k].kept0, d.tb[k].hasKept0 = before, ok && st.Seed == c.Seed
 				}
 			}
@@ -607,7 +630,7 @@ func (d *decider) verdicts() {
 		t.hostPrev = prev
 		t.reason, t.kept, t.unreadable, t.stamped = "", false, false, false
 		t.pred = t.hostPrev
-		st, ok := d.stamp(t.key)
+		st, ok := d.stamp(t)
 		if ok && t.signed {
 			t.stamped = true
 			t.pred = st.Pred
@@ -626,7 +649,7 @@ func (d *decider) verdicts() {
 			t.reason = ReasonNoStamp
 		case t.unreadable:
 			t.reason = ReasonModelUnreadable
-		case !d.models.Binds(st.Model):
+		case !d.minterBinds(st.Model):
 			t.reason = ReasonModelUnbound
 		case st.Chain != t.chain && (!t.hasKept0 || st.Chain != t.kept0):
 			t.reason = ReasonPrefixChanged

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -189,6 +190,9 @@ func (s *sim) accept(id, reply string, trs ...InputTransformation) (*AcceptOutco
 	if out.Noop {
 		return out, nil
 	}
+	if err := acceptChangedOnly(rec, out.Record); err != nil {
+		return nil, err
+	}
 	s.recs[id] = out.Record
 	if out.Owner {
 		s.owner[rec.Branch] = out.Record
@@ -331,4 +335,17 @@ func expectStrips(t *testing.T, c *Compiled, want ...string) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("strips:\n got %q\nwant %q", got, want)
 	}
+}
+
+// acceptChangedOnly checks Accept's contract with the store: an accepted
+// record is the compile's record with Accepted and LastRead set, nothing
+// else changed (db.MarkAccepted writes only those two beside the record it
+// keeps as compiled).
+func acceptChangedOnly(rec, acc *CompileRecord) error {
+	want := *rec
+	want.Accepted, want.LastRead = acc.Accepted, acc.LastRead
+	if !acc.Accepted || !reflect.DeepEqual(&want, acc) {
+		return fmt.Errorf("accept of %s changed its record beyond Accepted and LastRead: %+v, was %+v", rec.ID, acc, rec)
+	}
+	return nil
 }

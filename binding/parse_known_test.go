@@ -34,6 +34,10 @@ func spliceKnown(from []byte, r *Request, n int, into []byte) []byte {
 func parseKnownAgrees(t *testing.T, body []byte, k *KnownPrefix, memo *Memo) int {
 	t.Helper()
 	want, werr := ParseRequest(body)
+	var before *Request
+	if k != nil && k.Request != nil {
+		before = deepCopyRequest(k.Request)
+	}
 	p := Parser{Known: k, Memo: memo}
 	got, gerr := p.Parse(body)
 	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
@@ -45,7 +49,26 @@ func parseKnownAgrees(t *testing.T, body []byte, k *KnownPrefix, memo *Memo) int
 	if p.Known != nil {
 		t.Fatal("Known kept after the parse")
 	}
+	if before != nil && !reflect.DeepEqual(before, k.Request) {
+		t.Fatal("the known parse changed the earlier request (its blocks may be shared)")
+	}
 	return p.known
+}
+
+// deepCopyRequest copies r and every message's blocks: a later parse that
+// shares them must leave the copy equal to r.
+func deepCopyRequest(r *Request) *Request {
+	c := *r
+	if r.Messages != nil {
+		c.Messages = make([]Message, len(r.Messages))
+		for i, m := range r.Messages {
+			if m.Blocks != nil {
+				m.Blocks = append(make([]Block, 0, len(m.Blocks)), m.Blocks...)
+			}
+			c.Messages[i] = m
+		}
+	}
+	return &c
 }
 
 // TestParseKnownIsParse: a body that begins with an earlier request's

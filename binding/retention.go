@@ -81,17 +81,35 @@ type RetentionPlan struct {
 //   - accepted records beyond the newest PerBranch of next's branch (except
 //     its owner) or AcceptedRecords of the conversation are dropped (pi
 //     makes every leaf a branch, so the per-branch bound alone would keep
-//     one per turn);
+//     one per turn), both amortized (below);
 //   - accepted compiles beyond the newest Tombstones are forgotten.
 //
 // Only next's branch is bounded per branch: a branch's bound can only be
-// exceeded by a compile added to it. The conversation-wide record bound
-// is amortized: it runs once the bound is overshot by an eighth, and then
-// cuts back to the bound, so a long session does not sort its records on
-// every turn. One pass over compiles; sorting only where a bound is
-// exceeded.
+// exceeded by a compile added to it. The record bounds are amortized: each
+// runs once its bound is overshot by an eighth, and then cuts back to the
+// bound, so a long session does not sort its records on every turn: the
+// conversation's in pi's sessions (a branch per turn), the branch's in a
+// host's that names no branch (one branch for the whole conversation).
+// The compile bounds are exact: a repeated accept within Tombstones
+// answers 200 and beyond them 404 (--accepted-window), and the newest
+// PerBranch unaccepted compiles of a branch can be accepted.
+//
+// A first pass over compiles only counts: on most compiles and accepts no
+// bound is exceeded and nothing is forgotten, and counting allocates
+// nothing (this runs on every compile and accept, and a long conversation
+// holds thousands of tombstones). Only when a bound is exceeded are
+// compiles ranged over again (so compiles must yield the same compiles
+// twice) to list and sort where it is.
 func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	k = k.Normalized()
+	if !retentionExceeded(k, compiles, next, owner) {
+		return RetentionPlan{}
+	}
+	return retainListed(k, compiles, next, owner)
+}
+
+// retainListed is Retain's plan from the lists themselves (k normalized).
+func retainListed(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	// Only ids and seqs go into the bounded lists: a long conversation holds
 	// thousands of tombstones, and this runs on every compile and accept.
 	type item struct {
@@ -161,9 +179,42 @@ func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCo
 			}
 		}
 	}
-	drop(beyond(brRec, k.PerBranch))
+	if len(brRec) > k.PerBranch+k.PerBranch/8 {
+		drop(beyond(brRec, k.PerBranch))
+	}
 	if len(rec) > k.AcceptedRecords+k.AcceptedRecords/8 {
 		drop(beyond(rec, k.AcceptedRecords))
 	}
 	return plan
+}
+
+// retentionExceeded is whether Retain would forget or drop anything: its
+// lists counted, none built.
+func retentionExceeded(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) bool {
+	var brUnacc, unacc, brRec, rec, tombs int
+	count := func(c RememberedCompile) {
+		switch {
+		case !c.Accepted:
+			unacc++
+			if c.Branch == next.Branch {
+				brUnacc++
+			}
+		case c.Record:
+			rec++
+			if c.Branch == next.Branch && c.ID != owner {
+				brRec++
+			}
+			tombs++
+		default:
+			tombs++
+		}
+	}
+	for c := range compiles {
+		if c.ID != next.ID {
+			count(c)
+		}
+	}
+	count(next)
+	return brUnacc > k.PerBranch || unacc > k.PerConversation || tombs > k.Tombstones ||
+		brRec > k.PerBranch+k.PerBranch/8 || rec > k.AcceptedRecords+k.AcceptedRecords/8
 }

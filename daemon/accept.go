@@ -103,10 +103,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	var released []db.ReleaseRow
 	err = exp.Write(ctx, func(ctx context.Context, tx *db.Tx, emit Emit) error {
 		stamped, released = nil, nil
-		hw, err := tx.IngestHighWater(ctx)
-		if err != nil {
-			return err
-		}
+		var err error
 		var srows []db.StampRow
 		for _, s := range out.Stamps {
 			srows = append(srows, db.StampRow{Stamp: s, Source: "accept", Conversation: c.id, Branch: rec.Branch, Compile: rec.ID, CreatedMs: now})
@@ -121,6 +118,12 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 			return err
 		}
 		var rrows []db.ReleaseRow
+		var hw int64 // read only when there is a release to give it (most accepts release nothing)
+		if len(out.Releases) > 0 {
+			if hw, err = tx.IngestHighWater(ctx); err != nil {
+				return err
+			}
+		}
 		for _, r := range out.Releases {
 			r.Seq = hw
 			rrows = append(rrows, db.ReleaseRow{Release: r, Conversation: c.id, Branch: rec.Branch, CreatedMs: now})
@@ -146,10 +149,13 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 				return err
 			}
 		}
-		if err := tx.MarkAccepted(ctx, rec, now, len(stamped), len(released)); err != nil {
+		if err := tx.MarkAccepted(ctx, rec.ID, rec.LastRead, now, len(stamped), len(released)); err != nil {
 			return err
 		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
+			return err
+		}
+		if err := c.sweepChunks(ctx, tx, plan, nil); err != nil {
 			return err
 		}
 		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,

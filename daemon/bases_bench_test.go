@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,4 +148,32 @@ func BenchmarkTurnByReference(b *testing.B) {
 	b.ReportMetric(lc, "cpu-ms/turn-long")
 	b.ReportMetric((lw-sw)/(lmb-smb), "wall-ms/MB")
 	b.ReportMetric((lc-sc)/(lmb-smb), "cpu-ms/MB")
+}
+
+// BenchmarkConversationMemory: what the daemon holds for one long
+// conversation compiled by reference turn after turn, per byte of its
+// history: the live heap after a GC at 500 and at 2,000 turns, and the
+// slope between them (heap bytes per history byte; the simplest baseline,
+// holding the history once, is 1). The remembered compile records each
+// hold their whole sent history (Sent, Kept), so this grows with the
+// number of records kept (binding.Retention), not only with the history.
+func BenchmarkConversationMemory(b *testing.B) {
+	for b.Loop() {
+		e := newBindingEnv(b, nil)
+		g := &growingConversation{e: e, conv: "long"}
+		g.add(json.RawMessage(`{"role":"user","content":"start"}`))
+		var heap, hist [2]float64
+		for i, n := range []int{500, 2000} {
+			for g.turns < n {
+				g.turn(b)
+			}
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			heap[i], hist[i] = float64(ms.HeapAlloc), float64(g.size)
+		}
+		b.ReportMetric(hist[1]/1e6, "MB-history")
+		b.ReportMetric(heap[1]/1e6, "MB-heap")
+		b.ReportMetric((heap[1]-heap[0])/(hist[1]-hist[0]), "heap-bytes/history-byte")
+	}
 }

@@ -133,6 +133,22 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		owner = br.Owner
 	}
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}, owner)
+	// In memory, the record shares what it repeats of the record it most
+	// likely extends: the base it was compiled by reference from, else its
+	// branch's owner (compared, never assumed); in the database it names
+	// the chunks that record stored instead of writing them again.
+	var base *compileEntry
+	if f.owner != nil {
+		base = c.compiles[f.owner.ID]
+	}
+	if call.Base != nil {
+		if e := c.compiles[call.Base.CompileID]; e != nil && e.rec != nil {
+			base = e
+		}
+	}
+	src := base.chunkSource()
+	binding.ShareTail(rec, src.Record, &c.tip)
+	var chunks []db.ChunkHash
 	// Deferred: the accept that follows syncs the record with its own
 	// commit, one fsync a turn. A power loss in between loses the record:
 	// the accept then answers 404, and the reply is stripped (no stamp),
@@ -191,13 +207,16 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 			}
 			newBranch = &br
 		}
-		if err := tx.InsertCompile(ctx, rec, now); err != nil {
+		var err error
+		if chunks, err = tx.InsertCompile(ctx, rec, now, src); err != nil {
 			return err
 		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
-		var err error
+		if err := c.sweepChunks(ctx, tx, plan, chunks); err != nil {
+			return err
+		}
 		for _, s := range compiled.Persist.Stamps {
 			stampRows = append(stampRows, db.StampRow{Stamp: s, Source: "prefix", Conversation: c.id, Branch: call.Branch, Compile: rec.ID, CreatedMs: now})
 		}
@@ -249,7 +268,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 	if newBranch != nil {
 		c.branches[newBranch.Branch] = newBranch
 	}
-	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}
+	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec, chunks: chunks}
 	c.cacheStamps(stampRows)
 	c.applyRetention(plan)
 	return nil

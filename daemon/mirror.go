@@ -23,6 +23,10 @@ type conv struct {
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).
 	stamps map[binding.Digest]binding.Stamp
+	// tip is the record arrays this conversation's next compile record may
+	// extend in place (binding.ShareTail): its records share their history
+	// instead of each holding it whole.
+	tip binding.ShareTip
 }
 
 // stampsCached bounds a conversation's stamp cache; past it the cache
@@ -36,6 +40,52 @@ type compileEntry struct {
 	stamped  int
 	released int
 	rec      *binding.CompileRecord // nil once forgotten (accepted compiles only)
+	chunks   []db.ChunkHash         // the chunks its stored record names (db.InsertCompile)
+}
+
+// chunkSource is what entry e's stored record gives the next record to
+// share (db.ChunkSource); nil e: nothing.
+func (e *compileEntry) chunkSource() db.ChunkSource {
+	if e == nil || e.rec == nil {
+		return db.ChunkSource{}
+	}
+	return db.ChunkSource{Record: e.rec, Chunks: e.chunks}
+}
+
+// sweepChunks deletes, in tx, the conversation's record chunks that no
+// record it still remembers after plan names (next: the record being
+// stored with plan, and its chunks). It runs only when plan drops or
+// forgets a record stored in chunks: retention drops in batches
+// (binding.Retain), so a long conversation sweeps now and then, not every
+// turn.
+func (c *conv) sweepChunks(ctx context.Context, tx *db.Tx, plan binding.RetentionPlan, next []db.ChunkHash) error {
+	chunked := false
+	for _, ids := range [][]string{plan.DropRecords, plan.Forget} {
+		for _, id := range ids {
+			if e := c.compiles[id]; e != nil && len(e.chunks) > 0 {
+				chunked = true
+			}
+		}
+	}
+	if !chunked {
+		return nil
+	}
+	gone := map[string]bool{}
+	for _, ids := range [][]string{plan.DropRecords, plan.Forget} {
+		for _, id := range ids {
+			gone[id] = true
+		}
+	}
+	live := [][]db.ChunkHash{next}
+	for id, e := range c.compiles {
+		if e.rec != nil && !gone[id] {
+			live = append(live, e.chunks)
+		}
+	}
+	if _, err := tx.SweepRecordChunks(ctx, c.id, live); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (b *Binder) conv(id string) *conv {
@@ -101,7 +151,7 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 	c.compiles = map[string]*compileEntry{}
 	for _, r := range st.Compiles {
 		c.compiles[r.ID] = &compileEntry{seq: r.Seq, branch: r.Branch, accepted: r.AcceptedMs != 0,
-			stamped: r.Stamped, released: r.Released, rec: r.Record}
+			stamped: r.Stamped, released: r.Released, rec: r.Record, chunks: r.Chunks}
 	}
 	c.releases = st.Releases
 	c.loaded = true

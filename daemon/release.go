@@ -126,7 +126,9 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	}
 	c.releases = append(c.releases, added...)
 	if refused != nil {
-		c.compiles[call.CompileID].rec = refused
+		// stored again whole (db.UpdateRecord): it names no chunks now
+		e := c.compiles[call.CompileID]
+		e.rec, e.chunks = refused, nil
 	}
 	return &api.ReleaseAnswer{Released: len(added)}, nil
 }

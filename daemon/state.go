@@ -27,7 +27,7 @@ func (d *daemon) ListSessions(ctx context.Context) ([]api.Session, error) {
 
 // GetSession implements api.Sessions.
 func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, error) {
-	s, tree, err := d.store.SessionTree(ctx, id, d.trees.get(id))
+	s, tree, files, err := d.store.SessionTree(ctx, id, d.trees.get(id))
 	if errors.Is(err, db.ErrNotFound) {
 		return api.SessionDetail{}, api.Errorf(api.CodeNotFound, "no session %q", id)
 	}
@@ -43,10 +43,6 @@ func (d *daemon) GetSession(ctx context.Context, id string) (api.SessionDetail, 
 	}
 	out := api.SessionDetail{Session: apiSession(s), Branches: []api.Branch{}, Frontier: []api.Frontier{},
 		Stamps: s.Stamps, Releases: s.Releases}
-	files, err := d.store.SessionFiles(ctx, id)
-	if err != nil {
-		return api.SessionDetail{}, err
-	}
 	if len(files) > 1 {
 		for _, f := range files {
 			out.SameID = append(out.SameID, api.SessionFile{File: f.Path, Removed: f.Removed, LastActivity: f.LastActivity})

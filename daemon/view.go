@@ -88,7 +88,7 @@ func (b *Binder) conversation(ctx context.Context, id string) (*api.Conversation
 // CompileLeaves. A conversation that is not an ingested pi session is left
 // as it is.
 func (b *Binder) treeBranches(ctx context.Context, c *conv, st *api.ConversationState, stampsBy map[string]int) error {
-	_, tree, err := b.db.SessionTree(ctx, c.id, b.trees.get(c.id))
+	_, tree, _, err := b.db.SessionTree(ctx, c.id, b.trees.get(c.id))
 	if errors.Is(err, db.ErrNotFound) {
 		return nil
 	}

@@ -48,6 +48,7 @@ type CompileRow struct {
 	Stamped      int
 	Released     int
 	Record       *binding.CompileRecord
+	Chunks       []ChunkHash // the chunks its stored record names (nil: stored whole)
 }
 
 // StampRow is a stamp with where it came from.
@@ -109,27 +110,47 @@ func (t *Tx) UpsertBranch(ctx context.Context, b BranchRow) error {
 // InsertCompile stores a compile record (rec.Seq is the row's seq).
 // Retention is the daemon's: it picks what to forget from its mirror of
 // the conversation and calls ForgetCompiles in the same transaction.
-func (t *Tx) InsertCompile(ctx context.Context, rec *binding.CompileRecord, createdMs int64) error {
+//
+// A long record is stored in chunks (record_chunks.go): src is what the
+// record's base stored (its record and chunks; zero: nothing known), so
+// the chunks the two share are named, not written again. It returns the
+// chunks the stored record names (nil: stored whole), the next record's
+// ChunkSource with rec.
+func (t *Tx) InsertCompile(ctx context.Context, rec *binding.CompileRecord, createdMs int64, src ChunkSource) ([]ChunkHash, error) {
 	tx := t.tx
-	if _, err := txExec(ctx, tx, sqlInsertCompile,
-		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, encodeRecord(rec)); err != nil {
-		return fmt.Errorf("insert compile %s: %w", rec.ID, err)
+	blob, chunks := encodeRecordChunked(rec, src)
+	if err := storeChunks(ctx, tx, rec.Conversation, chunks); err != nil {
+		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
 	}
-	return nil
+	if _, err := txExec(ctx, tx, sqlInsertCompile,
+		rec.Seq, rec.ID, rec.Conversation, rec.Branch, createdMs, blob); err != nil {
+		return nil, fmt.Errorf("insert compile %s: %w", rec.ID, err)
+	}
+	if chunks == nil {
+		return nil, nil
+	}
+	hashes := make([]ChunkHash, len(chunks))
+	for i, c := range chunks {
+		hashes[i] = c.hash
+	}
+	return hashes, nil
 }
 
-// MarkAccepted records that a compile was accepted, its updated record,
-// and what its accept recorded (answered again on a repeat). A compile
-// already accepted, or unknown, is ErrUnknownCompile.
-func (t *Tx) MarkAccepted(ctx context.Context, rec *binding.CompileRecord, acceptedMs int64, stamped, released int) error {
+// MarkAccepted records that compile id was accepted, the last block its
+// model read (binding.Accept's record: an accept changes a record's
+// Accepted and LastRead, nothing else), and what its accept recorded
+// (answered again on a repeat). The record itself is not written again:
+// it is as long as the conversation's history, and an accept that
+// rewrote it cost a turn its history twice over (migration 008). A
+// compile already accepted, or unknown, is ErrUnknownCompile.
+func (t *Tx) MarkAccepted(ctx context.Context, id string, lastRead binding.Digest, acceptedMs int64, stamped, released int) error {
 	tx := t.tx
-	res, err := txExec(ctx, tx, sqlMarkAccepted,
-		acceptedMs, stamped, released, encodeRecord(rec), rec.ID)
+	res, err := txExec(ctx, tx, sqlMarkAccepted, acceptedMs, stamped, released, lastRead[:], id)
 	if err != nil {
-		return fmt.Errorf("accept compile %s: %w", rec.ID, err)
+		return fmt.Errorf("accept compile %s: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("accept compile %s: %w", rec.ID, binding.ErrUnknownCompile)
+		return fmt.Errorf("accept compile %s: %w", id, binding.ErrUnknownCompile)
 	}
 	return nil
 }
@@ -311,28 +332,75 @@ func (d *DB) Compile(ctx context.Context, id string) (c CompileRow, found bool, 
 }
 
 func (d *DB) compiles(ctx context.Context, where string, args ...any) ([]CompileRow, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT seq, id, conversation, branch, created_ms, accepted_ms, stamped, released, record FROM compiles `+where, args...)
+	// One read transaction: a record and the chunks it names are read as
+	// one committed state (a sweep cannot come between them).
+	tx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT seq, id, conversation, branch, created_ms, accepted_ms, stamped, released, record, last_read FROM compiles `+where, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	type stored struct {
+		i          int
+		blob, last []byte
+		accepted   bool
+	}
 	var out []CompileRow
+	var blobs []stored
 	for rows.Next() {
 		var c CompileRow
 		var acc sql.NullInt64
-		var blob []byte
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Conversation, &c.Branch, &c.CreatedMs, &acc, &c.Stamped, &c.Released, &blob); err != nil {
+		var blob, lastRead []byte
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Conversation, &c.Branch, &c.CreatedMs, &acc, &c.Stamped, &c.Released, &blob, &lastRead); err != nil {
 			return nil, err
 		}
 		c.AcceptedMs = acc.Int64
 		if blob != nil {
-			if c.Record, err = decodeRecord(blob); err != nil {
-				return nil, fmt.Errorf("compile %s record: %w", c.ID, err)
-			}
+			blobs = append(blobs, stored{len(out), blob, lastRead, acc.Valid})
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	cr := &chunkReader{ctx: ctx, q: tx}
+	for _, s := range blobs {
+		c := &out[s.i]
+		conv := c.Conversation
+		rec, chunks, err := decodeRecordChunks(s.blob, func(h ChunkHash) (chunkParts, error) { return cr.chunk(conv, h) })
+		if err != nil {
+			return nil, fmt.Errorf("compile %s record: %w", c.ID, err)
+		}
+		c.Record, c.Chunks = rec, chunks
+		if err := acceptedAs(c.Record, s.accepted, s.last); err != nil {
+			return nil, fmt.Errorf("compile %s: %w", c.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// acceptedAs gives rec what its accept wrote apart from it (MarkAccepted):
+// accepted and the last block read (all zero: none). lastRead NULL: the
+// record says (not accepted, or accepted before migration 008, which
+// rewrote the record).
+func acceptedAs(rec *binding.CompileRecord, accepted bool, lastRead []byte) error {
+	if lastRead == nil {
+		return nil
+	}
+	if !accepted {
+		return fmt.Errorf("last_read set on a compile not accepted")
+	}
+	if len(lastRead) != len(rec.LastRead) {
+		return fmt.Errorf("last_read is %d bytes, not %d", len(lastRead), len(rec.LastRead))
+	}
+	rec.Accepted = true
+	copy(rec.LastRead[:], lastRead)
+	return nil
 }
 
 // Stamps reads the stamps of the given keys (missing keys are absent).

@@ -38,7 +38,8 @@ func insertCompile(t *testing.T, d *DB, id, conv, branch string) *binding.Compil
 		if err := tx.UpsertBranch(ctx, BranchRow{Conversation: conv, Branch: branch, CreatedMs: 1}); err != nil {
 			return err
 		}
-		return tx.InsertCompile(ctx, rec, time.Now().UnixMilli())
+		_, err := tx.InsertCompile(ctx, rec, time.Now().UnixMilli(), ChunkSource{})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,14 +83,14 @@ func TestBindingStoreRoundTrip(t *testing.T) {
 			return err
 		}
 		rec.Accepted = true
-		return tx.MarkAccepted(ctx, rec, 5, 1, 1)
+		return tx.MarkAccepted(ctx, rec.ID, rec.LastRead, 5, 1, 1)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// a second accept of the same compile is refused by the store
 	err = d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
-		return tx.MarkAccepted(ctx, rec, 6, 1, 1)
+		return tx.MarkAccepted(ctx, rec.ID, rec.LastRead, 6, 1, 1)
 	})
 	if binding.Code(err) != "unknown-compile" {
 		t.Fatalf("second MarkAccepted: %v", err)
@@ -204,7 +205,7 @@ func TestForgetCompiles(t *testing.T) {
 		}
 		err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
 			rec.Accepted = true
-			return tx.MarkAccepted(ctx, rec, 1, 0, 0)
+			return tx.MarkAccepted(ctx, rec.ID, rec.LastRead, 1, 0, 0)
 		})
 		if err != nil {
 			t.Fatal(err)

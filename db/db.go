@@ -217,15 +217,15 @@ func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx)
 // it returns an error (fnErr), and the transaction goes on either way. err
 // is the savepoint's own failure, after which t must be rolled back.
 func (t *Tx) Savepoint(ctx context.Context, fn func() error) (fnErr, err error) {
-	if _, err := t.tx.ExecContext(ctx, "SAVEPOINT tx_savepoint"); err != nil {
+	if _, err := txExec(ctx, t.tx, sqlSavepoint); err != nil {
 		return nil, fmt.Errorf("savepoint: %w", err)
 	}
 	if fnErr = fn(); fnErr != nil {
-		if _, err := t.tx.ExecContext(ctx, "ROLLBACK TO tx_savepoint"); err != nil {
+		if _, err := txExec(ctx, t.tx, sqlRollbackTo); err != nil {
 			return fnErr, fmt.Errorf("rollback to savepoint: %w", err)
 		}
 	}
-	if _, err := t.tx.ExecContext(ctx, "RELEASE tx_savepoint"); err != nil {
+	if _, err := txExec(ctx, t.tx, sqlReleaseSavepoint); err != nil {
 		return fnErr, fmt.Errorf("release savepoint: %w", err)
 	}
 	return fnErr, nil

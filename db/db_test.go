@@ -636,7 +636,7 @@ func TestSessionTreeExtends(t *testing.T) {
 	path := "/p/x.jsonl"
 	ingest(t, d, Batch{Kind: Found, Path: path, Cursor: cursor(path, 1, 300, 3), Header: &Header{ID: "x", Version: 3},
 		Entries: []Entry{entry(2, "a", "", "message"), frontierEntry(3, "f", "a", `{"n":1}`)}})
-	_, t1, err := d.SessionTree(ctx, "x", nil)
+	_, t1, _, err := d.SessionTree(ctx, "x", nil)
 	if err != nil || t1.Len() != 2 {
 		t.Fatalf("first tree: %v", err)
 	}
@@ -644,11 +644,11 @@ func TestSessionTreeExtends(t *testing.T) {
 	// Grow: continue from f, and branch off a (a sibling of f).
 	ingest(t, d, Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, 600, 6),
 		Entries: []Entry{entry(4, "b", "f", "message"), entry(5, "c", "a", "message"), frontierEntry(6, "g", "c", `{"n":2}`)}})
-	s, t2, err := d.SessionTree(ctx, "x", t1)
+	s, t2, _, err := d.SessionTree(ctx, "x", t1)
 	if err != nil || t2.Len() != 5 || s.Entries != 5 {
 		t.Fatalf("extended tree: len %d, %v", t2.Len(), err)
 	}
-	_, whole, _ := d.SessionTree(ctx, "x", nil)
+	_, whole, _, _ := d.SessionTree(ctx, "x", nil)
 	br := func(tr *Tree) string {
 		var b strings.Builder
 		for _, x := range tr.Branches() {
@@ -668,15 +668,15 @@ func TestSessionTreeExtends(t *testing.T) {
 	// A rewrite replaces the rows: the earlier tree must not be extended.
 	ingest(t, d, Batch{Kind: Rewritten, Path: path, Cursor: cursor(path, 1, 300, 3), Header: &Header{ID: "x", Version: 3},
 		Entries: []Entry{entry(2, "r1", "", "message"), entry(3, "r2", "r1", "message")}})
-	_, t3, err := d.SessionTree(ctx, "x", t2)
+	_, t3, _, err := d.SessionTree(ctx, "x", t2)
 	if err != nil || t3.Len() != 2 || br(t3) != "r2/2/true/" {
 		t.Errorf("after a rewrite: %q %v", br(t3), err)
 	}
 	// A duplicate id re-parents (pi's byId keeps the later entry).
 	ingest(t, d, Batch{Kind: Grew, Path: path, Cursor: cursor(path, 1, 500, 5),
 		Entries: []Entry{entry(4, "k", "r1", "message"), entry(5, "r1", "r2", "message")}})
-	_, t4, _ := d.SessionTree(ctx, "x", t3)
-	_, w4, _ := d.SessionTree(ctx, "x", nil)
+	_, t4, _, _ := d.SessionTree(ctx, "x", t3)
+	_, w4, _, _ := d.SessionTree(ctx, "x", nil)
 	if br(t4) != br(w4) {
 		t.Errorf("duplicate id: extended %q, whole %q", br(t4), br(w4))
 	}
@@ -837,6 +837,10 @@ func TestSessionFilesSameID(t *testing.T) {
 	}
 	if s, err := d.Session(t.Context(), "s"); err != nil || s.Path != want[0].Path {
 		t.Errorf("Session(s) = %s, %v; want %s", s.Path, err, want[0].Path)
+	}
+	// SessionTree reads the files with the session, in one snapshot
+	if s, _, files, err := d.SessionTree(t.Context(), "s", nil); err != nil || s.Path != want[0].Path || !slices.Equal(files, want) {
+		t.Errorf("SessionTree(s) = %s, files %+v, %v; want %s, %+v", s.Path, files, err, want[0].Path, want)
 	}
 	if files, err := d.SessionFiles(t.Context(), "nope"); err != nil || len(files) != 0 {
 		t.Errorf("unknown id: %+v %v", files, err)

@@ -102,7 +102,11 @@ type SessionFile struct {
 // one Session picks first. More than one means the file was copied (pi's
 // ids are unique per session); none means the id is unknown.
 func (d *DB) SessionFiles(ctx context.Context, id string) ([]SessionFile, error) {
-	rows, err := d.readers.QueryContext(ctx, `SELECT f.path, s.removed, coalesce(s.last_activity, '')
+	return sessionFiles(ctx, d.readers, id)
+}
+
+func sessionFiles(ctx context.Context, q querier, id string) ([]SessionFile, error) {
+	rows, err := q.QueryContext(ctx, `SELECT f.path, s.removed, coalesce(s.last_activity, '')
 		FROM sessions s JOIN files f ON f.id = s.file WHERE s.id = ?`+sameIDOrder, id)
 	if err != nil {
 		return nil, fmt.Errorf("files of session %q: %w", id, err)
@@ -238,44 +242,51 @@ func (d *DB) Tree(ctx context.Context, file int64) (*Tree, error) {
 	return loadTree(ctx, d.readers, file, nil)
 }
 
-// SessionTree reads a session and its tree in one read transaction, so
-// the counters and the tree describe the same committed state. When prev
+// SessionTree reads a session, its tree and the files that carry its id
+// (SessionFiles) in one read transaction, so the counters, the tree and
+// which file is the session describe the same committed state (a file
+// ingested between two reads once showed one file as the session and
+// listed another first). When prev
 // is the tree of the same file from an earlier call, only the entries
 // added since are read (a rewritten file is detected and read whole).
-func (d *DB) SessionTree(ctx context.Context, id string, prev *Tree) (Session, *Tree, error) {
+func (d *DB) SessionTree(ctx context.Context, id string, prev *Tree) (Session, *Tree, []SessionFile, error) {
 	tx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
+		return Session{}, nil, nil, fmt.Errorf("session %q: %w", id, err)
 	}
 	defer tx.Rollback()
 	s, err := scanSession(tx.QueryRowContext(ctx, sessionByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Session{}, nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return Session{}, nil, nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Session{}, nil, fmt.Errorf("session %q: %w", id, err)
+		return Session{}, nil, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	files, err := sessionFiles(ctx, tx, id)
+	if err != nil {
+		return Session{}, nil, nil, err
 	}
 	if prev != nil && prev.file == s.File && len(prev.nodes) <= s.Entries {
 		t, err := loadTree(ctx, tx, s.File, prev)
 		if err != nil {
-			return Session{}, nil, err
+			return Session{}, nil, nil, err
 		}
 		if len(t.nodes) == s.Entries {
 			for _, c := range t.cycles {
 				d.reportCycle(c)
 			}
-			return s, t, nil
+			return s, t, files, nil
 		}
 		// Rows went away (a rewrite): read the file's rows afresh.
 	}
 	t, err := loadTree(ctx, tx, s.File, nil)
 	if err != nil {
-		return Session{}, nil, err
+		return Session{}, nil, nil, err
 	}
 	for _, c := range t.cycles {
 		d.reportCycle(c)
 	}
-	return s, t, nil
+	return s, t, files, nil
 }
 
 type querier interface {

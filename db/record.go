@@ -19,7 +19,35 @@ const recordFormat = 2
 
 func encodeRecord(r *binding.CompileRecord) []byte {
 	b := make([]byte, 0, 160+len(r.Kept)*48+len(r.Sent)*32+len(r.Strips)*80)
-	b = append(b, recordFormat)
+	b = appendRecordHead(append(b, recordFormat), r)
+	b = appendKept(b, r.Kept)
+	b = appendSent(b, r.Sent)
+	return appendRecordFoot(b, r)
+}
+
+// encodeRecordChunked is r in format 3 when it is long enough to chunk
+// (record_chunks.go): the head, the chunks' hashes, the Kept and Sent
+// after the last full chunk, the foot. chunks are r's chunks, those src
+// did not store carrying their bytes. A short record is format 2, no
+// chunks.
+func encodeRecordChunked(r *binding.CompileRecord, src ChunkSource) (blob []byte, chunks []recordChunk) {
+	chunks, kfrom := chunksOf(r, src)
+	if chunks == nil {
+		return encodeRecord(r), nil
+	}
+	sfrom := len(chunks) * chunkMessages
+	b := make([]byte, 0, 160+len(chunks)*32+(len(r.Kept)-kfrom)*48+(len(r.Sent)-sfrom)*32+len(r.Strips)*80)
+	b = appendRecordHead(append(b, recordChunked), r)
+	b = appendChunkList(b, chunks)
+	b = appendKept(b, r.Kept[kfrom:])
+	b = appendSent(b, r.Sent[sfrom:])
+	return appendRecordFoot(b, r), chunks
+}
+
+// recordChunked is the format of a record stored in chunks.
+const recordChunked = 3
+
+func appendRecordHead(b []byte, r *binding.CompileRecord) []byte {
 	for _, s := range []string{r.ID, r.Conversation, r.Branch, r.Model} {
 		b = appendString(b, s)
 	}
@@ -33,9 +61,12 @@ func encodeRecord(r *binding.CompileRecord) []byte {
 	b = append(b, flags)
 	b = append(b, r.Seed[:]...)
 	b = append(b, r.End[:]...)
-	b = append(b, r.LastRead[:]...)
-	b = binary.AppendUvarint(b, uint64(len(r.Kept)))
-	for _, k := range r.Kept {
+	return append(b, r.LastRead[:]...)
+}
+
+func appendKept(b []byte, kept []binding.KeptBlock) []byte {
+	b = binary.AppendUvarint(b, uint64(len(kept)))
+	for _, k := range kept {
 		b = append(b, k.Key[:]...)
 		for _, n := range []int{k.Orig.Message, k.Orig.Block, k.Sent.Message, k.Sent.Block} {
 			b = binary.AppendVarint(b, int64(n))
@@ -46,8 +77,12 @@ func encodeRecord(r *binding.CompileRecord) []byte {
 			b = append(b, 0)
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(r.Sent)))
-	for _, m := range r.Sent {
+	return b
+}
+
+func appendSent(b []byte, sent []binding.SentMessage) []byte {
+	b = binary.AppendUvarint(b, uint64(len(sent)))
+	for _, m := range sent {
 		b = binary.AppendVarint(b, int64(m.Orig))
 		b = binary.LittleEndian.AppendUint64(b, m.Frame)
 		if m.Blocks == nil {
@@ -59,6 +94,10 @@ func encodeRecord(r *binding.CompileRecord) []byte {
 			}
 		}
 	}
+	return b
+}
+
+func appendRecordFoot(b []byte, r *binding.CompileRecord) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.Strips)))
 	for _, s := range r.Strips {
 		b = append(b, s.Key[:]...)
@@ -138,15 +177,23 @@ func (r *recordReader) count(minSize int) int {
 }
 
 func decodeRecord(blob []byte) (*binding.CompileRecord, error) {
+	rec, _, err := decodeRecordChunks(blob, nil)
+	return rec, err
+}
+
+// decodeRecordChunks reads a record in any format, a chunked one's chunks
+// through chunk (nil: a chunked record is an error), and returns the
+// chunks it names.
+func decodeRecordChunks(blob []byte, chunk func(ChunkHash) (chunkParts, error)) (*binding.CompileRecord, []ChunkHash, error) {
 	if len(blob) > 0 && blob[0] == '{' {
 		var rec binding.CompileRecord
 		if err := json.Unmarshal(blob, &rec); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return &rec, nil
+		return &rec, nil, nil
 	}
-	if len(blob) == 0 || (blob[0] != recordFormat && blob[0] != 1) {
-		return nil, fmt.Errorf("compile record in unknown format %d", blob[:min(1, len(blob))])
+	if len(blob) == 0 || (blob[0] != recordFormat && blob[0] != 1 && blob[0] != recordChunked) {
+		return nil, nil, fmt.Errorf("compile record in unknown format %d", blob[:min(1, len(blob))])
 	}
 	r := &recordReader{b: blob[1:]}
 	rec := &binding.CompileRecord{}
@@ -155,31 +202,36 @@ func decodeRecord(blob []byte) (*binding.CompileRecord, error) {
 	flags := r.bytes(1)[0]
 	rec.Binds, rec.Engaged, rec.DryRun, rec.Accepted, rec.Refused = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0, flags&16 != 0
 	rec.Seed, rec.End, rec.LastRead = r.digest(), r.digest(), r.digest()
-	if n := r.count(37); n > 0 {
-		rec.Kept = make([]binding.KeptBlock, n)
-		for i := range rec.Kept {
-			k := &rec.Kept[i]
-			k.Key = r.digest()
-			k.Orig.Message, k.Orig.Block, k.Sent.Message, k.Sent.Block = int(r.varint()), int(r.varint()), int(r.varint()), int(r.varint())
-			k.Unreadable = r.bytes(1)[0] == 1
+	var hashes []ChunkHash
+	if blob[0] == recordChunked {
+		if hashes = r.chunkList(); r.err != nil {
+			return nil, nil, r.err
+		}
+		if chunk == nil {
+			return nil, nil, fmt.Errorf("compile record stored in chunks, read without them")
+		}
+		for _, h := range hashes {
+			p, err := chunk(h)
+			if err != nil {
+				return nil, nil, err
+			}
+			rec.Sent = append(rec.Sent, p.sent...)
+			rec.Kept = append(rec.Kept, p.kept...)
 		}
 	}
-	if n := r.count(10); n > 0 {
-		rec.Sent = make([]binding.SentMessage, n)
-		for i := range rec.Sent {
-			m := &rec.Sent[i]
-			m.Orig = int(r.varint())
-			m.Frame = binary.LittleEndian.Uint64(r.bytes(8))
-			if nb := r.uvarint(); nb > 0 {
-				if nb-1 > uint64(len(r.b)/8) {
-					return nil, errShortRecord
-				}
-				m.Blocks = make([]uint64, nb-1)
-				for j := range m.Blocks {
-					m.Blocks[j] = binary.LittleEndian.Uint64(r.bytes(8))
-				}
-			}
-		}
+	if kept := r.kept(); rec.Kept == nil {
+		rec.Kept = kept
+	} else {
+		rec.Kept = append(rec.Kept, kept...)
+	}
+	sent, err := r.sent()
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.Sent == nil {
+		rec.Sent = sent
+	} else {
+		rec.Sent = append(rec.Sent, sent...)
 	}
 	if n := r.count(37); n > 0 {
 		rec.Strips = make([]binding.Release, n)
@@ -195,10 +247,48 @@ func decodeRecord(blob []byte) (*binding.CompileRecord, error) {
 		rec.LastRole = r.string()
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
 	if len(r.b) != 0 {
-		return nil, fmt.Errorf("compile record: %d bytes after its end", len(r.b))
+		return nil, nil, fmt.Errorf("compile record: %d bytes after its end", len(r.b))
 	}
-	return rec, nil
+	return rec, hashes, nil
+}
+
+func (r *recordReader) kept() []binding.KeptBlock {
+	n := r.count(37)
+	if n == 0 {
+		return nil
+	}
+	kept := make([]binding.KeptBlock, n)
+	for i := range kept {
+		k := &kept[i]
+		k.Key = r.digest()
+		k.Orig.Message, k.Orig.Block, k.Sent.Message, k.Sent.Block = int(r.varint()), int(r.varint()), int(r.varint()), int(r.varint())
+		k.Unreadable = r.bytes(1)[0] == 1
+	}
+	return kept
+}
+
+func (r *recordReader) sent() ([]binding.SentMessage, error) {
+	n := r.count(10)
+	if n == 0 {
+		return nil, nil
+	}
+	sent := make([]binding.SentMessage, n)
+	for i := range sent {
+		m := &sent[i]
+		m.Orig = int(r.varint())
+		m.Frame = binary.LittleEndian.Uint64(r.bytes(8))
+		if nb := r.uvarint(); nb > 0 {
+			if nb-1 > uint64(len(r.b)/8) {
+				return nil, errShortRecord
+			}
+			m.Blocks = make([]uint64, nb-1)
+			for j := range m.Blocks {
+				m.Blocks[j] = binary.LittleEndian.Uint64(r.bytes(8))
+			}
+		}
+	}
+	return sent, nil
 }

@@ -30,9 +30,11 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`
 	sqlInsertCompile = `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, record = ? WHERE id = ? AND accepted_ms IS NULL`
+	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, last_read = ? WHERE id = ? AND accepted_ms IS NULL`
 	sqlNullRecord    = `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`
 	sqlForgetCompile = `DELETE FROM compiles WHERE id = ?`
+	sqlInsertChunk   = `INSERT INTO record_chunks (conversation, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlDeleteChunk   = `DELETE FROM record_chunks WHERE conversation = ? AND hash = ?`
 	sqlUpdateRecord  = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
 	sqlInsertStamp   = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
@@ -43,12 +45,16 @@ const (
 				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message')`
 	sqlInsertRelease = `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`
+	// Tx.Savepoint's: the journal wraps every call of a shared commit in one.
+	sqlSavepoint        = `SAVEPOINT tx_savepoint`
+	sqlReleaseSavepoint = `RELEASE tx_savepoint`
+	sqlRollbackTo       = `ROLLBACK TO tx_savepoint`
 )
 
 var hotWriteSQL = []string{
 	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlInsertCompile,
-	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
-	sqlLinkStampInSession, sqlInsertRelease,
+	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlInsertChunk, sqlDeleteChunk, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
+	sqlLinkStampInSession, sqlInsertRelease, sqlSavepoint, sqlReleaseSavepoint, sqlRollbackTo,
 }
 
 // hotStmts are hotWriteSQL prepared on the writer, by query text. Read-only

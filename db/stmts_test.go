@@ -3,6 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -77,5 +80,57 @@ func TestHotStatements(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A savepoint (the journal wraps each call of a shared commit in one, on
+// the prepared statements) undoes only its own fn's writes when fn fails,
+// and the transaction goes on: over several savepoints in one transaction,
+// in transaction after transaction, and through the per-call fallback.
+func TestSavepointUndoesOnlyItsOwn(t *testing.T) {
+	d := mustOpen(t)
+	errFn := errors.New("this call fails")
+	for round := range 3 {
+		err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+			for i, c := range []context.Context{ctx, ctx, context.Background(), ctx} {
+				fail := i%2 == 1
+				fnErr, err := tx.Savepoint(c, func() error {
+					if _, err := tx.AppendEvent(ctx, "sp", fmt.Sprint(round, "-", i), nil); err != nil {
+						return err
+					}
+					if fail {
+						return errFn
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if fail != (fnErr == errFn) {
+					t.Errorf("round %d call %d: fn error %v", round, i, fnErr)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := d.readers.QueryContext(t.Context(), `SELECT conversation FROM events WHERE type = 'sp' ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+	}
+	want := []string{"0-0", "0-2", "1-0", "1-2", "2-0", "2-2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events kept %v, want %v (the failed calls' undone, the others' kept)", got, want)
 	}
 }

@@ -47,7 +47,7 @@ func TestParentCycleInOneBatch(t *testing.T) {
 	if err != nil || !slices.Equal(pathIDs(up), []string{"bbbb", "aaaa"}) {
 		t.Errorf("Ancestors = %v %v", pathIDs(up), err)
 	}
-	_, tree, err := d.SessionTree(ctx, "cyc", nil)
+	_, tree, _, err := d.SessionTree(ctx, "cyc", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestParentCycleAcrossBatches(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	_, tree, err := d.SessionTree(ctx, "cyc2", nil)
+	_, tree, _, err := d.SessionTree(ctx, "cyc2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestReversedFileTree(t *testing.T) {
 		Header: &Header{ID: "rev", Version: 3, Cwd: "/"}, Entries: cycleEntries(ids, parents, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	_, tree, err := d.SessionTree(ctx, "rev", nil)
+	_, tree, _, err := d.SessionTree(ctx, "rev", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import {
   withTransformationsPointer,
 } from "./converse.js";
 import type { Hash } from "node:crypto";
-import { applyPlan, compileBaseMemo, messagesText, sharedDigest, type CompileBaseMemo, type MessagesText } from "./plan.js";
+import { applyPlan, compileBaseMemo, messagesJson, messagesText, sharedDigest, type CompileBaseMemo, type MessagesText } from "./plan.js";
 
 export const STATUS_KEY = "bindery";
 /** customType of the session entry that remembers drop_block for a session across pi runs. */
@@ -247,17 +247,14 @@ export class BinderyBridge {
         // different, is answered with a full compile, at once.
         const d = sharedDigest(base, text, shared);
         try {
-          answer = await this.compile(
-            { ...call, base: { compileId: base.compileId, messages: shared, digest: d.digest }, request: { ...request, messages: request.messages.slice(shared) } },
-            ctx,
-          );
+          answer = await this.compile(compileCall({ ...call, base: { compileId: base.compileId, messages: shared, digest: d.digest } }, request, text, shared), ctx);
           hash = d.hash;
         } catch (err) {
           if (!(err instanceof BinderyError && err.kind === "http" && (err.code === "base_unknown" || err.code === "base_mismatch"))) throw err;
           session.base = undefined;
         }
       }
-      answer ??= await this.compile(wholeCall(call, request, text), ctx);
+      answer ??= await this.compile(compileCall(call, request, text), ctx);
     } catch (err) {
       // The user aborted the turn: pi drops the request; nothing failed.
       if (err instanceof BinderyError && err.kind === "aborted") return undefined;
@@ -540,13 +537,15 @@ export function isCacheWarming(payload: Record<string, unknown>): boolean {
 }
 
 /**
- * A full compile's call, written from the messages' text already made for the next turn's
- * reference (messagesText): pi's payload is stringified once a turn, not twice. The
- * request's messages go last; bindery reads members by name.
+ * A compile's call, written from the messages' text already made for the next turn's
+ * reference (messagesText): pi's messages are stringified once a turn, not twice. The
+ * request carries its messages from `from` on (a compile by reference: those after the
+ * shared ones); they go last, bindery reads members by name.
  */
-export function wholeCall(call: Record<string, unknown>, request: Record<string, unknown>, text: MessagesText): JsonText {
+export function compileCall(call: Record<string, unknown>, request: Record<string, unknown>, text: MessagesText, from = 0): JsonText {
   const rest = JSON.stringify({ ...request, messages: undefined });
-  const req = rest.length > 2 ? `${rest.slice(0, -1)},"messages":${text.json}}` : `{"messages":${text.json}}`;
+  const json = from === 0 ? messagesJson(text) : `[${text.parts.slice(from).join(",")}]`;
+  const req = rest.length > 2 ? `${rest.slice(0, -1)},"messages":${json}}` : `{"messages":${json}}`;
   return new JsonText(`${JSON.stringify(call).slice(0, -1)},"request":${req}}`);
 }
 

@@ -68,66 +68,132 @@ export function applyPlan(
 
 /**
  * What the extension keeps of its last compile in a session, to send the next one by
- * reference: its id, its messages as the call carried them (JSON.stringify writes the call
- * whole, so the messages array is JSON.stringify(messages)), where each message ends in
- * that text, and the SHA-256 state over the messages it shared with its own base, so the
- * next digest hashes only what is new.
+ * reference: its id, its messages as the call carried them (each one's JSON.stringify
+ * text: the call's messages array is them joined with ","), each message's JSON data as it
+ * was then (jsonView), and the SHA-256 state over the messages it shared with its own base,
+ * so the next digest hashes only what is new.
  */
 export interface CompileBaseMemo {
   compileId: string;
-  json: string;
-  /** ends[i]: the offset in json just past message i. */
-  ends: number[];
-  /** The hash state over json.slice(1, ends[hashed - 1]) (nothing when hashed is 0). */
+  parts: string[];
+  views: unknown[];
+  /** The hash state over parts[0..hashed-1] joined with "," (nothing when hashed is 0). */
   hash: Hash;
   hashed: number;
 }
 
 /** A turn's messages, ready to compile by reference to the memo and to become the next memo. */
 export interface MessagesText {
-  json: string;
-  ends: number[];
+  /** parts[i]: message i as JSON.stringify writes it. */
+  parts: string[];
+  /** views[i]: message i's JSON data when parts[i] was written. */
+  views: unknown[];
+}
+
+/** The messages array as JSON.stringify writes it (a full compile's call carries it). */
+export function messagesJson(text: MessagesText): string {
+  return `[${text.parts.join(",")}]`;
 }
 
 /**
- * The messages as JSON.stringify writes them, with each one's end. The memo's messages that
- * this text begins with keep their ends (their text is the same); only the messages after
- * them are written again on their own, to find where they end.
+ * The messages' text, message by message. Those the memo's messages begin with, the same
+ * JSON data (sameJson against the memo's views), keep the memo's text: pi rebuilds its
+ * payload every turn, but an unchanged history is not written again, only the messages
+ * after it. Comparing is cheaper than writing: no escaping, no copy, and pi's strings are
+ * mostly the same strings turn after turn (=== on one string is a pointer test).
  */
 export function messagesText(messages: unknown[], memo: CompileBaseMemo | undefined): { text: MessagesText; shared: number } {
-  const json = JSON.stringify(messages);
-  const shared = memo ? sharedMessages(memo, json, messages.length) : 0;
-  const ends = memo ? memo.ends.slice(0, shared) : [];
-  let at = shared > 0 ? ends[shared - 1] : 1;
-  for (let i = shared; i < messages.length; i++) {
-    if (i > 0) at++; // the ","
-    at += (JSON.stringify(messages[i]) ?? "null").length;
-    ends.push(at);
+  let shared = 0;
+  if (memo) {
+    const upTo = Math.min(memo.views.length, messages.length);
+    while (shared < upTo && sameJson(messages[shared], memo.views[shared])) shared++;
   }
-  return { text: { json, ends }, shared };
+  const parts = memo ? memo.parts.slice(0, shared) : [];
+  const views = memo ? memo.views.slice(0, shared) : [];
+  for (let i = shared; i < messages.length; i++) {
+    const m = messages[i];
+    parts.push(JSON.stringify(m) ?? "null");
+    // Taken in the same synchronous step as the text: nothing can change m in between.
+    views.push(omitted(m) ? null : jsonView(m));
+  }
+  return { text: { parts, views }, shared };
+}
+
+/** A value JSON.stringify leaves out of an object (and writes as null in an array). */
+function omitted(v: unknown): boolean {
+  return v === undefined || typeof v === "function" || typeof v === "symbol";
+}
+
+/** A view that equals nothing: data JSON.stringify may write in a way sameJson does not model. */
+const OPAQUE: unique symbol = Symbol("not plain JSON data");
+
+/** A plain object's view: its keys JSON.stringify writes, in its order, and their values' views. */
+class ObjectView {
+  constructor(
+    readonly keys: string[],
+    readonly values: unknown[],
+  ) {}
+}
+
+function plainArray(v: object): v is unknown[] {
+  return Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype && typeof (v as { toJSON?: unknown }).toJSON !== "function";
+}
+
+function plainObject(v: object): v is Record<string, unknown> {
+  const proto = Object.getPrototypeOf(v);
+  return (proto === Object.prototype || proto === null) && typeof (v as { toJSON?: unknown }).toJSON !== "function";
 }
 
 /**
- * How many leading messages the text shares with the memo's, byte for byte: the most k
- * such that the text begins with the memo's first k messages (JSON values delimit
- * themselves, so a common prefix through the k-th message's end is those k messages).
- * Tried first as pi grows a conversation (all of them, or all but the last, whose cache
- * marker moved), then by bisection (an edit further back).
+ * v's JSON data, detached from v: what JSON.stringify(v) reads of it (own enumerable keys in
+ * order, values it does not leave out, array elements it writes as null as null), sharing
+ * v's strings (immutable). Anything but plain objects, arrays and primitives (a Date, a
+ * typed array, a toJSON, a bigint) is OPAQUE: its message is written again each turn.
  */
-function sharedMessages(memo: CompileBaseMemo, json: string, count: number): number {
-  const upTo = Math.min(memo.ends.length, count);
-  // (substring equality: V8 compares flat strings with memcmp, several times faster than startsWith)
-  const holds = (k: number) => k === 0 || (json.length >= memo.ends[k - 1] && json.substring(0, memo.ends[k - 1]) === memo.json.substring(0, memo.ends[k - 1]));
-  if (holds(upTo)) return upTo;
-  if (upTo > 0 && holds(upTo - 1)) return upTo - 1;
-  let lo = 0; // holds
-  let hi = upTo - 1; // does not hold
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (holds(mid)) lo = mid;
-    else hi = mid;
+export function jsonView(v: unknown): unknown {
+  if (typeof v !== "object" || v === null) return typeof v === "bigint" ? OPAQUE : v;
+  if (plainArray(v)) return v.map((x) => (omitted(x) ? null : jsonView(x)));
+  if (Array.isArray(v) || !plainObject(v)) return OPAQUE;
+  const keys: string[] = [];
+  const values: unknown[] = [];
+  for (const k of Object.keys(v)) {
+    const x = v[k];
+    if (omitted(x)) continue;
+    keys.push(k);
+    values.push(jsonView(x));
   }
-  return lo;
+  return new ObjectView(keys, values);
+}
+
+/**
+ * Whether JSON.stringify(v) writes exactly the text of the data view was taken from. Sound
+ * one way only, which is the way that matters: true means the same text (a wrong true would
+ * send bindery old bytes for a changed message); a false for equal text (NaN against
+ * Infinity aside, an OPAQUE part) only sends that message again.
+ */
+export function sameJson(v: unknown, view: unknown): boolean {
+  if (typeof v !== "object" || v === null) {
+    if (typeof v === "number") return typeof view === "number" && (v === view || (!Number.isFinite(v) && !Number.isFinite(view)));
+    if (typeof v === "string" || typeof v === "boolean" || v === null) return v === view;
+    return false; // undefined, a function or a symbol here is the caller's to place; a bigint never
+  }
+  if (view instanceof ObjectView) {
+    if (Array.isArray(v) || !plainObject(v)) return false;
+    let j = 0;
+    for (const k of Object.keys(v)) {
+      const x = v[k];
+      if (omitted(x)) continue;
+      if (j >= view.keys.length || view.keys[j] !== k || !sameJson(x, view.values[j])) return false;
+      j++;
+    }
+    return j === view.keys.length;
+  }
+  if (!Array.isArray(view) || !plainArray(v) || v.length !== view.length) return false;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (omitted(x) ? view[i] !== null : !sameJson(x, view[i])) return false;
+  }
+  return true;
 }
 
 /**
@@ -139,15 +205,15 @@ export function sharedDigest(memo: CompileBaseMemo, text: MessagesText, n: numbe
   let hash: Hash;
   if (memo.hashed > 0 && memo.hashed <= n) {
     hash = memo.hash.copy();
-    hash.update(text.json.slice(text.ends[memo.hashed - 1], text.ends[n - 1]), "utf8");
+    if (n > memo.hashed) hash.update(`,${text.parts.slice(memo.hashed, n).join(",")}`, "utf8");
   } else {
     hash = createHash("sha256");
-    hash.update(text.json.slice(1, text.ends[n - 1]), "utf8");
+    hash.update(text.parts.slice(0, n).join(","), "utf8");
   }
   return { digest: hash.copy().digest("hex"), hash };
 }
 
 /** The memo a compile leaves for the next: hash covers the first `hashed` messages of text. */
 export function compileBaseMemo(compileId: string, text: MessagesText, hash: Hash | undefined, hashed: number): CompileBaseMemo {
-  return { compileId, json: text.json, ends: text.ends, hash: hash ?? createHash("sha256"), hashed: hash ? hashed : 0 };
+  return { compileId, parts: text.parts, views: text.views, hash: hash ?? createHash("sha256"), hashed: hash ? hashed : 0 };
 }

@@ -51,43 +51,65 @@ if (!("bin" in r)) {
 const d = new BinderyProcess(r.bin, tempRoot());
 await d.start();
 try {
-  const bridge = new BinderyBridge({ ...defaultSettings({}, "/h"), socketPath: d.socketPath, compileTimeoutMs: 60_000 }, uiReporter);
-  // Each sample is a new turn (the history plus a reply and its tool result), compiled
-  // by reference to the turn before (the extension's way), or in full (its base cleared).
+  // Two sessions grow the same history turn by turn, each turn compiled and accepted (as
+  // pi's message_end does, so its thinking is stamped and kept next turn, as in a real
+  // session): one by reference to its turn before (the extension's way, every turn after
+  // a run's first), one in full (its base cleared each turn, as after base_unknown). Their
+  // turns interleave, each next to the baseline measured just before it.
   console.log("turns  bytes      by-ref(ms)  full(ms)  json round trip(ms)  by-ref/json  full/json");
-  for (const turns of [10, 100, 1000]) {
-    const ctx = new FakeCtx();
-    ctx.sessionId = `bench-${turns}`;
+  for (const turns of [10, 100, 400, 1000]) {
+    const session = (how: "by-ref" | "full") => {
+      const bridge = new BinderyBridge({ ...defaultSettings({}, "/h"), socketPath: d.socketPath, compileTimeoutMs: 60_000 }, uiReporter);
+      const ctx = new FakeCtx();
+      ctx.sessionId = `bench-${how}-${turns}`;
+      let p = payload(0);
+      let next = 0;
+      return {
+        get next() {
+          return next;
+        },
+        get payload() {
+          return p;
+        },
+        async step(growing = false): Promise<number> {
+          if (how === "full" && !growing) (bridge as unknown as { session?: { base?: unknown } }).session!.base = undefined;
+          const t0 = performance.now();
+          const out = await bridge.beforeProviderRequest(p, ctx);
+          const ms = performance.now() - t0;
+          if (!out) throw new Error(`compile failed: ${bridge.lastError()}`);
+          const t = turn(next++);
+          await bridge.messageEnd(piReply(t[0]), ctx);
+          await bridge.settle();
+          p = { ...p, messages: [...p.messages, ...t] };
+          return ms;
+        },
+        close: () => bridge.client.close(),
+      };
+    };
+    const byRefSession = session("by-ref");
+    const fullSession = session("full");
+    // Both grown to size by reference (cheaper); the full session's measured turns clear its base.
+    while (byRefSession.next < turns) {
+      await byRefSession.step(true);
+      await fullSession.step(true);
+    }
     const byRef: number[] = [];
     const full: number[] = [];
     const base: number[] = [];
-    // A turn: pi sends p, the model answers (accepted as pi's message_end does, so its
-    // thinking is stamped and kept next turn, as in a real session), and the answer and
-    // its tool result join the history. The history is grown this way to its size first.
-    let p = payload(0);
-    let next = 0;
-    const step = async (full: boolean): Promise<number> => {
-      if (full) (bridge as unknown as { session?: { base?: unknown } }).session!.base = undefined;
-      const t0 = performance.now();
-      const out = await bridge.beforeProviderRequest(p, ctx);
-      const ms = performance.now() - t0;
-      if (!out) throw new Error(`compile failed: ${bridge.lastError()}`);
-      const t = turn(next++);
-      await bridge.messageEnd(piReply(t[0]), ctx);
-      await bridge.settle();
-      p = { ...p, messages: [...p.messages, ...t] };
-      return ms;
-    };
-    while (next < turns) await step(false);
-    let bytes = 0;
-    for (let i = 0; i < 30; i++) {
-      bytes = JSON.stringify(p).length;
+    const jsonRoundTrip = (p: unknown) => {
       const t0 = performance.now();
       JSON.parse(JSON.stringify(p));
       base.push(performance.now() - t0);
-      const fullTurn = i % 2 === 1;
-      (fullTurn ? full : byRef).push(await step(fullTurn));
+    };
+    for (let i = 0; i < 15; i++) {
+      jsonRoundTrip(byRefSession.payload);
+      byRef.push(await byRefSession.step());
+      jsonRoundTrip(fullSession.payload);
+      full.push(await fullSession.step());
     }
+    const bytes = JSON.stringify(byRefSession.payload).length;
+    byRefSession.close();
+    fullSession.close();
     const [r, f, j] = [median(byRef), median(full), median(base)];
     console.log(
       `${String(turns).padEnd(6)} ${String(bytes).padEnd(10)} ${r.toFixed(2).padEnd(11)} ${f.toFixed(2).padEnd(9)} ${j.toFixed(2).padEnd(20)} ${(r / j).toFixed(2).padEnd(12)} ${(f / j).toFixed(2)}`,

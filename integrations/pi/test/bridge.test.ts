@@ -500,7 +500,7 @@ test("the next compile goes by reference: the new messages only, the shared ones
     assert.equal(c.base.digest, digest(next.messages.slice(0, c.base.messages)), `turn ${turn}: digest`);
     prev = next;
   }
-  // An edit far back: the shared part ends before it, found by bisection.
+  // An edit far back: the shared part ends before it.
   const edited = nextTurn(prev);
   edited.messages[3].content[1].input.command = "rm -rf /";
   await b.beforeProviderRequest(edited, ctx);
@@ -569,4 +569,31 @@ test("an unbound answer (a body bindery does not bind) is no base", async (t) =>
   await b.beforeProviderRequest(first, ctx);
   await b.beforeProviderRequest(nextTurn(first), ctx);
   assert.equal(d.calls[1].body.base, undefined);
+});
+
+test("pi changing an old message in place (the very object it sent last turn) ends the shared part before it", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  let n = 0;
+  d.handler = (_call, res) => json(res, 200, { compileId: `c_${++n}`, bound: true, engaged: true, thinkingStripped: 0, strips: [], droppedMessages: [] });
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath), uiReporter);
+  const p = samplePayload();
+  await b.beforeProviderRequest(p, ctx);
+  // The same objects again, one of them edited where it lies, and a new message added.
+  p.messages[1].content[1].input.command = "ls -la";
+  p.messages.push({ role: "user", content: [{ type: "text", text: "and now?" }] });
+  await b.beforeProviderRequest(p, ctx);
+  const c = d.calls[1].body;
+  assert.equal(c.base.messages, 1);
+  assert.equal(c.base.digest, digest(p.messages.slice(0, 1)));
+  assert.deepEqual(c.request.messages, p.messages.slice(1));
+  // Unchanged, the same objects are shared whole (a key pi sets to undefined is no change).
+  p.messages[1].content[1].cache_control = undefined;
+  p.messages.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
+  await b.beforeProviderRequest(p, ctx);
+  const c3 = d.calls[2].body;
+  assert.equal(c3.base.messages, p.messages.length - 1);
+  assert.equal(c3.base.digest, digest(p.messages.slice(0, -1)));
+  assert.deepEqual(c3.request.messages, p.messages.slice(-1));
 });

@@ -1,0 +1,12 @@
+-- Version 8: an accept writes what it changes of a compile's record, not
+-- the record again. binding.Accept changes a record's Accepted and LastRead
+-- only (the last block the model read, the provider's drops subtracted), so
+-- an accept now sets accepted_ms and last_read and leaves record as the
+-- compile wrote it: a long conversation's accept no longer rewrites (and
+-- fsyncs) a record the size of its history. last_read: NULL for a compile
+-- accepted before this version (its record was rewritten then and says
+-- both) or not accepted; else the block's 32-byte key, all zero when the
+-- model read no block. A reader takes Accepted and LastRead from here
+-- whenever last_read is set (db.compiles).
+-- Columns are appended: schema.sql lists them last too.
+ALTER TABLE compiles ADD COLUMN last_read BLOB;
