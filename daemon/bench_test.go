@@ -137,6 +137,27 @@ func BenchmarkColdIngest(b *testing.B) {
 	})
 }
 
+// BenchmarkColdIngestRatio is BenchmarkColdIngest with the two passes
+// alternated inside each iteration, so both see the same machine load (it
+// is shared and noisy), reporting the ratio of their times: ingest time /
+// json.Valid time over the same archive.
+func BenchmarkColdIngestRatio(b *testing.B) {
+	a := genArchive(b, 100, 1<<20)
+	var ingestT, validT time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		ingestAll(b, a)
+		t1 := time.Now()
+		validAll(b, a)
+		ingestT += t1.Sub(t0)
+		validT += time.Since(t1)
+	}
+	mb := float64(a.bytes) / 1e6
+	b.ReportMetric(mb/(ingestT.Seconds()/float64(b.N)), "ingest-MB/s")
+	b.ReportMetric(mb/(validT.Seconds()/float64(b.N)), "valid-MB/s")
+	b.ReportMetric(ingestT.Seconds()/validT.Seconds(), "ingest/valid")
+}
+
 // BenchmarkAppendLatency: the time from appending one line to a session
 // file until GET /v1/sessions/{id} shows it, through a daemon running in
 // this process (fsnotify, watcher, SQLite commit, HTTP over the socket).
