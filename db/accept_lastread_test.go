@@ -3,8 +3,6 @@ package db
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,21 +93,7 @@ func TestAcceptWritesLastReadNotRecord(t *testing.T) {
 // opens at the latest version; both read as before, and the pending one
 // is then accepted the new way.
 func TestUpgradeFromVersion7KeepsAcceptedRecords(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v7.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	if err := migrate(t.Context(), raw, steps[0].SQL, steps[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(t.Context(), raw, "unused", steps[:7]); err != nil {
-		t.Fatal(err)
-	}
-	if got := pragma(t, raw, "user_version"); got != "7" {
-		t.Fatalf("built user_version %s, want 7", got)
-	}
+	raw, path := databaseAt(t, "v7.db", 7)
 	accepted := testRecord("acc", "conv", "b", 1)
 	accepted.Accepted, accepted.LastRead = true, bdigest("acc-read")
 	pending := testRecord("pend", "conv", "b", 2)

@@ -1,9 +1,7 @@
 package db
 
 import (
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -213,18 +211,7 @@ func TestPutReportAggregatesAtCursor(t *testing.T) {
 // upgrades to the aggregates table, and its sessions have none until a
 // report builds them: an append does not make one of part of the rows.
 func TestUpgradeFromVersion6(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v6.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	if err := migrate(t.Context(), raw, steps[0].SQL, steps[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(t.Context(), raw, "unused", steps[:6]); err != nil {
-		t.Fatal(err)
-	}
+	raw, path := databaseAt(t, "v6.db", 6)
 	for _, q := range []string{
 		`INSERT INTO files (id, path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (1, '/p/old.jsonl', 1, 9, 300, 3, x'00', 1)`,
 		`INSERT INTO sessions (file, id, cwd, version, header_time, last_activity, entries, thinking, leaf) VALUES (1, 'old', '/w', 3, '2026-11-01T10:00:00Z', '2026-11-01T10:00:02Z', 2, 0, 'a1')`,

@@ -730,22 +730,7 @@ func TestAncestors(t *testing.T) {
 // keeps every row: old entries read back with cost.total and no split,
 // entries ingested after the upgrade with the split.
 func TestUpgradeFromVersion3(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v3.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	// version 1 as release 1 made it, then the steps to 3, as upgrades did
-	if err := migrate(t.Context(), raw, steps[0].SQL, steps[:1]); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(t.Context(), raw, "unused", steps[:3]); err != nil {
-		t.Fatal(err)
-	}
-	if got := pragma(t, raw, "user_version"); got != "3" {
-		t.Fatalf("built user_version %s, want 3", got)
-	}
+	raw, path := databaseAt(t, "v3.db", 3)
 	for _, q := range []string{
 		`INSERT INTO files (id, path, dev, ino, offset, lines, check_digest, updated_ms) VALUES (1, '/p/old.jsonl', 1, 9, 400, 4, x'00', 1)`,
 		`INSERT INTO sessions (file, id, cwd, version, header_time, last_activity, entries, thinking, leaf) VALUES (1, 'old', '/w', 3, '2026-11-01T10:00:00Z', '2026-11-01T10:00:02Z', 2, 1, 'a1')`,
@@ -845,4 +830,27 @@ func TestSessionFilesSameID(t *testing.T) {
 	if files, err := d.SessionFiles(t.Context(), "nope"); err != nil || len(files) != 0 {
 		t.Errorf("unknown id: %+v %v", files, err)
 	}
+}
+
+// databaseAt is a new database file brought to schema version v the way
+// releases did: version 1 as release 1 made it, then each step to v. Its
+// one connection is the caller's to close.
+func databaseAt(t *testing.T, name string, v int) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	if err := migrate(t.Context(), raw, steps[0].SQL, steps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(t.Context(), raw, "unused", steps[:v]); err != nil {
+		t.Fatal(err)
+	}
+	if got := pragma(t, raw, "user_version"); got != fmt.Sprint(v) {
+		t.Fatalf("built user_version %s, want %d", got, v)
+	}
+	return raw, path
 }
