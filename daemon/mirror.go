@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
@@ -60,21 +61,15 @@ func (e *compileEntry) chunkSource() db.ChunkSource {
 // turn.
 func (c *conv) sweepChunks(ctx context.Context, tx *db.Tx, plan binding.RetentionPlan, next []db.ChunkHash) error {
 	chunked := false
-	for _, ids := range [][]string{plan.DropRecords, plan.Forget} {
-		for _, id := range ids {
-			if e := c.compiles[id]; e != nil && len(e.chunks) > 0 {
-				chunked = true
-			}
+	gone := map[string]bool{}
+	for _, id := range slices.Concat(plan.DropRecords, plan.Forget) {
+		gone[id] = true
+		if e := c.compiles[id]; e != nil && len(e.chunks) > 0 {
+			chunked = true
 		}
 	}
 	if !chunked {
 		return nil
-	}
-	gone := map[string]bool{}
-	for _, ids := range [][]string{plan.DropRecords, plan.Forget} {
-		for _, id := range ids {
-			gone[id] = true
-		}
 	}
 	live := [][]db.ChunkHash{next}
 	for id, e := range c.compiles {
@@ -82,10 +77,8 @@ func (c *conv) sweepChunks(ctx context.Context, tx *db.Tx, plan binding.Retentio
 			live = append(live, e.chunks)
 		}
 	}
-	if _, err := tx.SweepRecordChunks(ctx, c.id, live); err != nil {
-		return err
-	}
-	return nil
+	_, err := tx.SweepRecordChunks(ctx, c.id, live)
+	return err
 }
 
 func (b *Binder) conv(id string) *conv {

@@ -15,6 +15,8 @@ import (
 // '{' is an older JSON record. TestRecordCodecCoversEveryField fails when
 // binding.CompileRecord gains a field this codec does not carry. Format 2
 // is format 1 followed by LastRole; format 1 blobs still read (LastRole "").
+// Format 3 (recordChunked) is format 2 with its Sent and Kept partly in
+// record_chunks (record_chunks.go).
 const recordFormat = 2
 
 func encodeRecord(r *binding.CompileRecord) []byte {
@@ -44,7 +46,8 @@ func encodeRecordChunked(r *binding.CompileRecord, src ChunkSource) (blob []byte
 	return appendRecordFoot(b, r), chunks
 }
 
-// recordChunked is the format of a record stored in chunks.
+// recordChunked is the format of a record stored in chunks: the head,
+// the chunks' hashes, then as format 2 from Kept on.
 const recordChunked = 3
 
 func appendRecordHead(b []byte, r *binding.CompileRecord) []byte {
