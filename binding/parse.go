@@ -47,6 +47,15 @@ type Parser struct {
 	// Parse uses it; the caller sets it before each.
 	Known *KnownPrefix
 
+	// Spare, when set, is memory of an earlier Request that nothing reads
+	// any more (RequestMemory): the parse builds its Request in it where it
+	// is large enough, instead of allocating (and the runtime zeroing) a
+	// long conversation's messages and blocks again every turn. It must
+	// not be the memory of the Known request, nor of any Request still
+	// read. One Parse uses it; the caller sets it before each.
+	Spare RequestMemory
+	built RequestMemory
+
 	// MaxMessages, when positive, bounds the messages array: a longer one
 	// fails with an error wrapping ErrTooManyMessages, before the work of
 	// the messages past the bound is done.
@@ -106,10 +115,10 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 
 // parseAs parses body, as a Converse body from the start when converse is
 // true; fixed keeps the shape it starts with (ParseReply knows the shape).
-func (p *Parser) parseAs(body []byte, converse, fixed bool) (*Request, error) {
-	defer p.done()
+func (p *Parser) parseAs(body []byte, converse, fixed bool) (r *Request, err error) {
+	defer func() { p.done(err == nil) }()
 	p.converse, p.fixed = converse, fixed
-	r, err := p.parse(body)
+	r, err = p.parse(body)
 	if err == errReadAsConverse {
 		if p.trace != nil {
 			p.trace(0, nil) // the frames seen so far were the first pass's
@@ -306,11 +315,42 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	return r, nil
 }
 
+// RequestMemory is the arrays a parsed Request is built in: its messages,
+// and the blocks every message's Blocks is a part of.
+type RequestMemory struct {
+	Messages []Message
+	Blocks   []Block
+}
+
+// Built hands over the memory the last Parse built its Request in (empty
+// after a failed parse, and after a call to Built): the caller may give it
+// to a later parse as Spare once nothing reads that Request.
+func (p *Parser) Built() RequestMemory {
+	m := p.built
+	p.built = RequestMemory{}
+	return m
+}
+
+// spare is the Spare memory when it holds at least the capacities asked,
+// emptied; else new arrays of those capacities.
+func (p *Parser) spare(msgs, blocks int) ([]Message, []Block) {
+	if cap(p.Spare.Messages) >= msgs && cap(p.Spare.Blocks) >= blocks {
+		return p.Spare.Messages[:0], p.Spare.Blocks[:0]
+	}
+	return make([]Message, 0, msgs), make([]Block, 0, blocks)
+}
+
 // done ends a Parse: the parser keeps its scratch buffers (as large as the
-// largest body parsed) but no reference to the body or the request.
-func (p *Parser) done() {
+// largest body parsed) but no reference to the body or the request (its
+// memory waits in built for Built, when the parse succeeded).
+func (p *Parser) done(ok bool) {
 	p.c.in = nil
 	p.Known = nil
+	p.Spare = RequestMemory{}
+	p.built = RequestMemory{}
+	if ok {
+		p.built = RequestMemory{Messages: p.msgs, Blocks: p.blocks}
+	}
 	p.blocks, p.msgs = nil, nil
 	clear(p.memoOf)
 	if p.Memo != nil {
@@ -498,9 +538,10 @@ func (p *Parser) messages() error {
 		}
 		return err
 	}
-	if p.msgs == nil {
-		p.msgs = make([]Message, 0, 16)
-		p.blocks = make([]Block, 0, 16+len(c.in)/512)
+	if p.msgs == nil && p.Known == nil {
+		// (takeKnown sizes them from the known prefix instead: made here
+		// too, they were a second large allocation, zeroed and dropped)
+		p.msgs, p.blocks = p.spare(16, 16+len(c.in)/512)
 	}
 	for {
 		n := len(p.msgs)
@@ -521,6 +562,9 @@ func (p *Parser) messages() error {
 					return err
 				}
 				continue
+			}
+			if p.msgs == nil {
+				p.msgs, p.blocks = p.spare(16, 16+len(c.in)/512)
 			}
 		}
 		if e := p.Memo.lookup(c.in, c.pos, p.converse); e != nil {

@@ -52,28 +52,38 @@ func (p *Parser) takeKnown() int {
 	for i := range ms {
 		nb += len(ms[i].Blocks)
 	}
-	// (messages() made p.msgs and p.blocks for a body parsed from scratch)
-	p.msgs = slices.Grow(p.msgs, len(ms)+16)
-	p.blocks = slices.Grow(p.blocks, nb+16+(len(c.in)-(to-from))/512)
+	// Sized once for the prefix and the rest of the body at the
+	// estimate messages() makes; each message's blocks are copied whole
+	// (one memmove a message: the copy is most of a long conversation's
+	// parse), their spans moved after.
+	rest := len(c.in) - (to - from)
+	if p.msgs == nil && p.blocks == nil {
+		p.msgs, p.blocks = p.spare(len(ms)+16+rest/4096, nb+16+rest/512)
+	}
+	p.msgs = slices.Grow(p.msgs, len(ms)+16+rest/4096)
+	p.blocks = slices.Grow(p.blocks, nb+16+rest/512)
+	m0, b0 := len(p.msgs), len(p.blocks)
 	p.bstart = slices.Grow(p.bstart, len(ms)+16)
 	p.memoOf = slices.Grow(p.memoOf, len(ms)+16)
+	p.msgs = append(p.msgs, ms...)
 	for i := range ms {
-		m := ms[i]
+		m := &p.msgs[m0+i]
 		m.Span.Start += delta
 		m.Span.End += delta
 		if m.Blocks == nil {
 			p.bstart = append(p.bstart, -1)
 		} else {
 			p.bstart = append(p.bstart, len(p.blocks))
-			for _, b := range m.Blocks {
-				b.Span.Start += delta
-				b.Span.End += delta
-				p.blocks = append(p.blocks, b)
-			}
+			p.blocks = append(p.blocks, m.Blocks...)
 		}
 		m.Blocks = nil // set from p.blocks at the end of the parse
-		p.msgs = append(p.msgs, m)
 		p.memoOf = append(p.memoOf, nil)
+	}
+	if delta != 0 {
+		for i := b0; i < len(p.blocks); i++ {
+			p.blocks[i].Span.Start += delta
+			p.blocks[i].Span.End += delta
+		}
 	}
 	c.pos += to - from
 	p.known = len(ms)

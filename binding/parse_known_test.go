@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // spliceKnown is what compile by reference builds: into's messages array
@@ -190,6 +191,52 @@ func FuzzParseKnown(f *testing.F) {
 		if whole := spliceKnown(base, r, int(n), next); whole != nil {
 			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, nil)
 			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, memo)
+			// built in the memory of another parse of base's bytes
+			var sp Parser
+			if _, err := sp.Parse(base); err == nil {
+				parseSpareAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, sp.Built())
+			}
 		}
 	})
+}
+
+// BenchmarkParseKnown: a long conversation's next request parsed with its
+// last request Known (what compile by reference does every turn), against
+// copying the same bytes once (the least a turn that holds the whole
+// request does), in the same run: ratio is known-parse ÷ copy.
+func BenchmarkParseKnown(b *testing.B) {
+	const n = 1000 // about 2 MB
+	prev := genRequestPrefix(42, n, n+2)
+	pr, err := ParseRequest(prev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	next := genRequestPrefix(42, n+2, n+2)
+	nr, err := ParseRequest(next)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := spliceKnown(prev, pr, n-1, dropMessages(next, nr, n-1))
+	var p Parser
+	var copied []byte
+	var copyDur, parseDur time.Duration
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		t0 := time.Now()
+		copied = append(make([]byte, 0, len(body)), body...)
+		t1 := time.Now()
+		p.Known = &KnownPrefix{Body: prev, Request: pr, Messages: n - 1}
+		if _, err := p.Parse(body); err != nil {
+			b.Fatal(err)
+		}
+		copyDur += t1.Sub(t0)
+		parseDur += time.Since(t1)
+	}
+	if p.KnownTaken() != n-1 {
+		b.Fatalf("took %d messages, want %d", p.KnownTaken(), n-1)
+	}
+	_ = copied
+	b.ReportMetric(float64(parseDur)/float64(copyDur), "ratio")
+	b.ReportMetric(float64(parseDur.Microseconds())/float64(b.N), "parse-µs/op")
+	b.ReportMetric(float64(copyDur.Microseconds())/float64(b.N), "copy-µs/op")
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
@@ -42,6 +41,17 @@ type base struct {
 	req              *binding.Request // body's parse: the next compile's known prefix (binding.KnownPrefix)
 	size             int              // what it holds in memory (baseSize), counted against basesMaxBytes
 	used             uint64
+
+	// The memory a dropped base leaves for later rebuilds (bases_spare.go):
+	// mem is the memory req is built in; ownBody, that body is rebuild's
+	// (not the host's bytes); lent, that an answer may hold body (the
+	// whole request returned); refs counts the compiles reading the base,
+	// and dropped, that the store no longer holds it.
+	mem     binding.RequestMemory
+	ownBody bool
+	lent    bool
+	refs    int
+	dropped bool
 	// hashed messages of body are covered by the SHA-256 state in hash (a
 	// compile by reference checked them), so the next digest hashes only
 	// what is new: a long conversation's turn does not hash its history.
@@ -57,6 +67,10 @@ type shared struct {
 	messages int
 	hash     []byte
 	known    *binding.KnownPrefix
+	// spare is memory of a dropped base for the compile's parse (nil:
+	// none fit), and from the base the compile reads until release.
+	spare binding.RequestMemory
+	from  *base
 }
 
 // baseStore holds the bases.
@@ -67,19 +81,21 @@ type baseStore struct {
 	bytes    int
 	byID     map[string]*base
 	byConv   map[string][]string // ids, oldest first
+	spares   spares
 }
 
-// put keeps req (parsed from body) as compile id's base; proved, when the
-// compile was by reference, is the digest state of its shared messages.
-func (s *baseStore) put(id, conversation string, body []byte, req *binding.Request, proved *shared) {
+// put keeps nb.req (parsed from nb.body) as compile nb.id's base; proved,
+// when the compile was by reference, is the digest state of its shared
+// messages. The store owns nb from here.
+func (s *baseStore) put(nb *base, proved *shared) {
 	limit := s.maxBytes
 	if limit <= 0 {
 		limit = basesMaxBytes
 	}
-	if req == nil {
+	if nb.req == nil {
 		return
 	}
-	size := baseSize(body, req)
+	size := baseSize(nb.body, nb.req)
 	if size > limit {
 		return
 	}
@@ -89,9 +105,13 @@ func (s *baseStore) put(id, conversation string, body []byte, req *binding.Reque
 		s.byID, s.byConv = map[string]*base{}, map[string][]string{}
 	}
 	s.tick++
-	nb := &base{id: id, conversation: conversation, body: body, req: req, size: size, used: s.tick}
-	if proved != nil && proved.messages <= len(req.Messages) {
+	id, conversation := nb.id, nb.conversation
+	nb.size, nb.used, nb.refs, nb.dropped = size, s.tick, 0, false
+	if proved != nil && proved.messages <= len(nb.req.Messages) {
 		nb.hashed, nb.hash = proved.messages, proved.hash
+	}
+	if old := s.byID[id]; old != nil {
+		s.dropLocked(id)
 	}
 	s.byID[id] = nb
 	s.bytes += size
@@ -131,6 +151,8 @@ func (s *baseStore) dropLocked(id string) {
 	if b := s.byID[id]; b != nil {
 		s.bytes -= b.size
 		delete(s.byID, id)
+		b.dropped = true
+		s.recycleLocked(b)
 	}
 }
 
@@ -155,15 +177,53 @@ func (s *baseStore) get(id string) (*base, bool) {
 	return b, ok
 }
 
+// acquire is get for a compile that reads the base's body and parse: they
+// stay as they are until it calls release, even if the base is dropped
+// meanwhile.
+func (s *baseStore) acquire(id string) (*base, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.byID[id]
+	if ok {
+		s.tick++
+		b.used = s.tick
+		b.refs++
+	}
+	return b, ok
+}
+
+// release ends what acquire began.
+func (s *baseStore) release(b *base) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b.refs--
+	s.recycleLocked(b)
+}
+
 // rebuild is the whole request of a compile by reference: the base's
 // shared messages, checked against the host's digest, then the messages
 // the host sent, in the host's request. maxBody bounds the result.
 func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, *shared, error) {
 	ref := call.Base
-	b, ok := s.get(ref.CompileID)
-	if !ok || b.conversation != call.Conversation {
+	b, ok := s.acquire(ref.CompileID)
+	if ok && b.conversation != call.Conversation {
+		s.release(b)
+		ok = false
+	}
+	if !ok {
 		return nil, nil, api.Errorf(api.CodeBaseUnknown, "compile by reference: bindery holds no request of compile %q in conversation %q (compile in full)", ref.CompileID, call.Conversation)
 	}
+	whole, proved, err := s.rebuildFrom(b, call, maxBody)
+	if err != nil {
+		s.release(b)
+		return nil, nil, err
+	}
+	return whole, proved, nil
+}
+
+// rebuildFrom is rebuild from base b, which the caller acquired.
+func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]byte, *shared, error) {
+	ref := call.Base
 	if ref.Messages < 1 {
 		return nil, nil, api.Errorf(api.CodeBadRequest, "compile by reference: base.messages is %d: want at least 1", ref.Messages)
 	}
@@ -199,15 +259,14 @@ func (s *baseStore) rebuild(call *api.CompileCall, maxBody int) ([]byte, *shared
 	if n > maxBody {
 		return nil, nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
 	}
-	var out bytes.Buffer
-	out.Grow(n)
-	out.Write(tail[:start+1])
-	out.Write(prefix)
+	out, spare := s.spareFor(n)
+	out = append(out, tail[:start+1]...)
+	out = append(out, prefix...)
 	if !empty {
-		out.WriteByte(',')
+		out = append(out, ',')
 	}
-	out.Write(tail[start+1:])
-	return out.Bytes(), &shared{messages: ref.Messages, hash: state,
+	out = append(out, tail[start+1:]...)
+	return out, &shared{messages: ref.Messages, hash: state, spare: spare, from: b,
 		known: &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}}, nil
 }
 

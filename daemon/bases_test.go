@@ -263,15 +263,15 @@ func TestBaseStoreBounds(t *testing.T) {
 	}
 	s := &baseStore{maxBytes: 100 + 3*o}
 	body := func(n int) []byte { return []byte(strings.Repeat("x", n)) }
-	s.put("a1", "a", body(10), req(1), nil)
-	s.put("a2", "a", body(10), req(1), nil)
-	s.put("a3", "a", body(10), req(1), nil)
+	s.put(&base{id: "a1", conversation: "a", body: body(10), req: req(1)}, nil)
+	s.put(&base{id: "a2", conversation: "a", body: body(10), req: req(1)}, nil)
+	s.put(&base{id: "a3", conversation: "a", body: body(10), req: req(1)}, nil)
 	if _, ok := s.get("a1"); ok {
 		t.Fatal("a conversation keeps more than its newest bases")
 	}
-	s.put("b1", "b", body(40), req(1), nil)
+	s.put(&base{id: "b1", conversation: "b", body: body(40), req: req(1)}, nil)
 	s.get("a2") // a2 used since b1 was put
-	s.put("c1", "c", body(50), req(1), nil)
+	s.put(&base{id: "c1", conversation: "c", body: body(50), req: req(1)}, nil)
 	if _, ok := s.get("a3"); ok {
 		t.Fatal("the least recently used base was kept past the byte bound")
 	}
@@ -280,7 +280,7 @@ func TestBaseStoreBounds(t *testing.T) {
 			t.Fatalf("%s evicted", id)
 		}
 	}
-	s.put("d1", "d", body(100+2*o+1), req(1), nil)
+	s.put(&base{id: "d1", conversation: "d", body: body(100 + 2*o + 1), req: req(1)}, nil)
 	if _, ok := s.get("d1"); ok || s.bytes > s.maxBytes {
 		t.Fatalf("a body over the bound kept (%d bytes held)", s.bytes)
 	}

@@ -28,10 +28,16 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		call, proved = &full, p
 	}
 	var known *binding.KnownPrefix
+	var spare binding.RequestMemory
 	if proved != nil {
-		known = proved.known
+		known, spare = proved.known, proved.spare
 	}
-	req, err := b.parse(ctx, call.Conversation, call.Request, known)
+	req, mem, err := b.parse(ctx, call.Conversation, call.Request, known, spare)
+	if proved != nil {
+		// The base is read no more (its memory may be reused from here).
+		b.bases.release(proved.from)
+		proved.known, proved.from = nil, nil
+	}
 	switch {
 	case errors.Is(err, binding.ErrCanceled):
 		return nil, fmt.Errorf("compile of conversation %q: %w", call.Conversation, context.Cause(ctx))
@@ -80,9 +86,15 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		}
 		b.byID[id] = call.Conversation
 		b.mu.Unlock()
-		b.bases.put(id, call.Conversation, call.Request, req, proved)
 	}
-	return compileAnswer(call, req, compiled), nil
+	// The answer before the base is kept: once kept, a later compile may
+	// drop it and reuse req's memory (bases_spare.go).
+	ans := compileAnswer(call, req, compiled)
+	if !call.DryRun {
+		b.bases.put(&base{id: id, conversation: call.Conversation, body: call.Request, req: req, mem: mem,
+			ownBody: proved != nil, lent: call.Return != api.ReturnPlan}, proved)
+	}
+	return ans, nil
 }
 
 func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCall, req *binding.Request, id string, seq int64) (*binding.Compiled, error) {

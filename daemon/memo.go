@@ -69,17 +69,21 @@ func (s *memoSet) slot(conversation string) *memoSlot {
 // for: the parse goes without it (same answer, more work). Waiting made
 // every compile of a conversation queue behind one that was still parsing
 // a huge request nobody waited for any more.
-func (b *Binder) parse(ctx context.Context, conversation string, body []byte, known *binding.KnownPrefix) (*binding.Request, error) {
+func (b *Binder) parse(ctx context.Context, conversation string, body []byte, known *binding.KnownPrefix, spare binding.RequestMemory) (*binding.Request, binding.RequestMemory, error) {
 	p, _ := b.parsers.Get().(*binding.Parser)
 	if p == nil {
 		p = new(binding.Parser)
 	}
 	defer b.parsers.Put(p)
-	p.MaxMessages, p.Done, p.Known = b.maxMessages, ctx.Done(), known
-	defer func() {
-		p.Done = nil
-		b.knownTaken.Add(int64(p.KnownTaken()))
-	}()
+	p.MaxMessages, p.Done, p.Known, p.Spare = b.maxMessages, ctx.Done(), known, spare
+	req, err := b.parseMemo(p, conversation, body)
+	p.Done = nil
+	b.knownTaken.Add(int64(p.KnownTaken()))
+	return req, p.Built(), err
+}
+
+// parseMemo is p.Parse(body) with the conversation's memo when it is free.
+func (b *Binder) parseMemo(p *binding.Parser, conversation string, body []byte) (*binding.Request, error) {
 	if conversation == "" {
 		return p.Parse(body)
 	}

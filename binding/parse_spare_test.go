@@ -1,0 +1,88 @@
+package binding
+
+import (
+	"reflect"
+	"testing"
+)
+
+// parseSpareAgrees fails t unless body parses with spare as Spare exactly
+// as without, and reports whether the Request was built in the spare
+// memory (its first message at the spare's first element).
+func parseSpareAgrees(t *testing.T, body []byte, k *KnownPrefix, spare RequestMemory) bool {
+	t.Helper()
+	want, werr := ParseRequest(body)
+	p := Parser{Known: k, Spare: spare}
+	got, gerr := p.Parse(body)
+	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+		t.Fatalf("parse with a spare: error %v, want %v", gerr, werr)
+	}
+	built := p.Built()
+	if gerr != nil {
+		if built.Messages != nil || built.Blocks != nil {
+			t.Fatal("a failed parse handed over memory")
+		}
+		return false
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the parse with a spare differs from a parse without it")
+	}
+	if p.Spare.Messages != nil || p.Spare.Blocks != nil || p.Built().Messages != nil {
+		t.Fatal("the parser kept the spare, or handed its memory over twice")
+	}
+	if len(got.Messages) > 0 && &built.Messages[:1][0] != &got.Messages[0] {
+		t.Fatal("Built is not the memory the Request is in")
+	}
+	return len(got.Messages) > 0 && cap(spare.Messages) > 0 && &spare.Messages[:1][0] == &got.Messages[0]
+}
+
+// TestParseSpare: a parse given the memory of a Request nobody reads any
+// more builds in it when it is large enough, and returns exactly the
+// Request a parse without it returns, with or without a known prefix.
+func TestParseSpare(t *testing.T) {
+	short := genRequestPrefix(7, 6, 12)
+	grown := genRequestPrefix(7, 9, 12)
+	long := genRequestPrefix(8, 40, 40)
+	memoryOf := func(body []byte) RequestMemory {
+		var p Parser
+		if _, err := p.Parse(body); err != nil {
+			t.Fatal(err)
+		}
+		return p.Built()
+	}
+	t.Run("a large enough spare is built in", func(t *testing.T) {
+		if !parseSpareAgrees(t, grown, nil, memoryOf(long)) {
+			t.Fatal("the spare was not used")
+		}
+	})
+	t.Run("a spare too small is not", func(t *testing.T) {
+		if parseSpareAgrees(t, long, nil, memoryOf(short)) {
+			t.Fatal("a spare too small was built in")
+		}
+	})
+	t.Run("with a known prefix", func(t *testing.T) {
+		base, err := ParseRequest(short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr, _ := ParseRequest(grown)
+		body := spliceKnown(short, base, 5, dropMessages(grown, nr, 5))
+		before := deepCopyRequest(base)
+		if !parseSpareAgrees(t, body, &KnownPrefix{Body: short, Request: base, Messages: 5}, memoryOf(long)) {
+			t.Fatal("the spare was not used")
+		}
+		if !reflect.DeepEqual(before, base) {
+			t.Fatal("the known request changed")
+		}
+	})
+	t.Run("the spare's old contents do not show", func(t *testing.T) {
+		// a spare full of another conversation's messages and blocks,
+		// then a body with fewer: nothing of the old shows through
+		spare := memoryOf(long)
+		for _, body := range [][]byte{short, []byte(`{"messages":[]}`), []byte(`{"messages":[{"role":"user","content":"x"}]}`), []byte(`{"model":"m"}`)} {
+			parseSpareAgrees(t, body, nil, spare)
+		}
+	})
+	t.Run("a failed parse hands nothing over", func(t *testing.T) {
+		parseSpareAgrees(t, []byte(`{"messages":[{"role":"user","content":[{"type":"text","text":1}]}`), nil, memoryOf(long))
+	})
+}

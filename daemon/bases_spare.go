@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"unsafe"
+
+	"github.com/my-pi/bindery/binding"
+)
+
+// A long conversation's turn by reference rebuilds its whole request and
+// parses it into a whole Request: a few MB of new memory a turn, which the
+// runtime zeroes (or faults in) before the copy, and which was most of a
+// turn's cost past the first MB of history (BenchmarkTurnByReference). The
+// base a turn drops (basesPerConversation) is of nearly the same size, so
+// its memory is kept as a spare and the next rebuild writes into it.
+//
+// A base's memory is reused only when nothing can read it any more
+// (decisions, each pinned by TestBaseMemoryReuse):
+//   - it is dropped from the store and no compile holds it (refs: a compile
+//     by reference reads its base's body and parse from rebuild to the end
+//     of its own parse);
+//   - only when rebuild made its body (a host's body is the API layer's)
+//     and no answer holds it (lent: a compile that returned the whole
+//     request may answer with the body itself); its parse's memory
+//     (binding.RequestMemory) goes with the body (no answer holds a
+//     Request: compileAnswer runs before the base is kept);
+//   - at most maxSpares spares of at most basesMaxBytes/4 in all are
+//     kept, the smallest dropped first: a spare is only a saving, and
+//     the garbage collector takes the rest as before.
+const maxSpares = 4
+
+// spareRoom is the least room a new rebuilt body is made with beyond what
+// it holds: a short conversation's next turns fit in it too.
+const spareRoom = 64 << 10
+
+// spare is a dropped base's memory.
+type spare struct {
+	body []byte // empty, with its capacity; nil when the body was not reusable
+	mem  binding.RequestMemory
+	size int
+}
+
+type spares struct {
+	list   []spare
+	bytes  int
+	reused int // bodies rebuild took from a spare (for tests)
+}
+
+// recycleLocked keeps b's memory as a spare once b is dropped and
+// unread. s.mu is held.
+func (s *baseStore) recycleLocked(b *base) {
+	if !b.dropped || b.refs > 0 || b.req == nil {
+		return
+	}
+	reusable := b.ownBody && !b.lent
+	sp := spare{body: b.body[:0], mem: b.mem}
+	b.body, b.req, b.mem = nil, nil, binding.RequestMemory{}
+	if !reusable || cap(sp.body) == 0 {
+		return
+	}
+	sp.size = cap(sp.body) + cap(sp.mem.Messages)*int(unsafe.Sizeof(binding.Message{})) +
+		cap(sp.mem.Blocks)*int(unsafe.Sizeof(binding.Block{}))
+	limit := s.maxBytes
+	if limit <= 0 {
+		limit = basesMaxBytes
+	}
+	if sp.size > limit/4 {
+		return
+	}
+	s.spares.list = append(s.spares.list, sp)
+	s.spares.bytes += sp.size
+	for len(s.spares.list) > maxSpares || s.spares.bytes > limit/4 {
+		smallest := 0
+		for i, x := range s.spares.list {
+			if x.size < s.spares.list[smallest].size {
+				smallest = i
+			}
+		}
+		s.spares.bytes -= s.spares.list[smallest].size
+		s.spares.list = append(s.spares.list[:smallest], s.spares.list[smallest+1:]...)
+	}
+}
+
+// spareFor is an empty body of capacity at least n, from the smallest
+// spare that holds it, with that spare's parse memory; else a new body
+// with room for a few more turns (the next rebuild, a few KB longer, then
+// fits in it once it is a spare) and no parse memory.
+func (s *baseStore) spareFor(n int) ([]byte, binding.RequestMemory) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := -1
+	for i, x := range s.spares.list {
+		if cap(x.body) >= n && (best < 0 || cap(x.body) < cap(s.spares.list[best].body)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return make([]byte, 0, n+max(n/8, spareRoom)), binding.RequestMemory{}
+	}
+	sp := s.spares.list[best]
+	s.spares.reused++
+	s.spares.bytes -= sp.size
+	s.spares.list = append(s.spares.list[:best], s.spares.list[best+1:]...)
+	return sp.body, sp.mem
+}
