@@ -89,11 +89,18 @@ func ReleasedOn(in ReachInput, keys []Digest) map[Digest]bool {
 		if len(keys) == 0 {
 			return nil
 		}
-		set := make(map[Digest]bool, len(keys))
-		for _, k := range keys {
-			set[k] = true
+		var set map[Digest]bool
+		want = func(k Digest) bool {
+			// made at the first release: a long conversation's request
+			// has thousands of keys, and most conversations no release
+			if set == nil {
+				set = make(map[Digest]bool, len(keys))
+				for _, x := range keys {
+					set[x] = true
+				}
+			}
+			return set[k]
 		}
-		want = func(k Digest) bool { return set[k] }
 	}
 	out := map[Digest]bool{}
 	for _, r := range in.Releases {

@@ -257,7 +257,7 @@ func (b *Binder) forkAncestry(ctx context.Context, fork *binding.Fork, st *db.Co
 // the compile's own path is known (otherwise every release reaches).
 func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch string, keys []binding.Digest) (*binding.ReleaseTree, error) {
 	tree := &binding.ReleaseTree{At: pi.at}
-	if pi.at == nil {
+	if pi.at == nil || len(c.releases) == 0 {
 		return tree, nil
 	}
 	inReq := make(map[binding.Digest]bool, len(keys))
