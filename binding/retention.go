@@ -101,11 +101,67 @@ type RetentionPlan struct {
 // compiles ranged over again (so compiles must yield the same compiles
 // twice) to list and sort where it is.
 func Retain(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
+	return RetainCounted(k, CountRetention(compiles, next, owner), compiles, next, owner)
+}
+
+// RetainCounted is Retain given the counts CountRetention would return
+// (n), which a caller may keep as its compiles change instead of having
+// them counted on every compile and accept: compiles are then ranged over
+// only when a bound is exceeded.
+func RetainCounted(k Retention, n RetentionCounts, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionPlan {
 	k = k.Normalized()
-	if !retentionExceeded(k, compiles, next, owner) {
+	if !k.exceeded(n) {
 		return RetentionPlan{}
 	}
 	return retainListed(k, compiles, next, owner)
+}
+
+// RetentionCounts is what Retain counts of a conversation's compiles, next
+// in its state after the commit.
+type RetentionCounts struct {
+	BranchUnaccepted int // unaccepted compiles on next's branch
+	Unaccepted       int // unaccepted compiles
+	BranchRecords    int // accepted compiles with their record, on next's branch, but its owner
+	Records          int // accepted compiles with their record
+	Tombstones       int // accepted compiles
+}
+
+// CountRetention counts compiles (next among them or not, and next in its
+// new state) as Retain does before deciding anything.
+func CountRetention(compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionCounts {
+	var n RetentionCounts
+	count := func(c RememberedCompile) {
+		switch {
+		case !c.Accepted:
+			n.Unaccepted++
+			if c.Branch == next.Branch {
+				n.BranchUnaccepted++
+			}
+		case c.Record:
+			n.Records++
+			if c.Branch == next.Branch && c.ID != owner {
+				n.BranchRecords++
+			}
+			n.Tombstones++
+		default:
+			n.Tombstones++
+		}
+	}
+	for c := range compiles {
+		if c.ID != next.ID {
+			count(c)
+		}
+	}
+	count(next)
+	return n
+}
+
+// exceeded is whether Retain forgets or drops anything at counts n (k
+// normalized): the compile bounds exactly, the record bounds once
+// overshot by an eighth.
+func (k Retention) exceeded(n RetentionCounts) bool {
+	return n.BranchUnaccepted > k.PerBranch || n.Unaccepted > k.PerConversation || n.Tombstones > k.Tombstones ||
+		n.BranchRecords > k.PerBranch+k.PerBranch/8 || n.Records > k.AcceptedRecords+k.AcceptedRecords/8
 }
 
 // retainListed is Retain's plan from the lists themselves (k normalized).
@@ -186,35 +242,4 @@ func retainListed(k Retention, compiles iter.Seq[RememberedCompile], next Rememb
 		drop(beyond(rec, k.AcceptedRecords))
 	}
 	return plan
-}
-
-// retentionExceeded is whether Retain would forget or drop anything: its
-// lists counted, none built.
-func retentionExceeded(k Retention, compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) bool {
-	var brUnacc, unacc, brRec, rec, tombs int
-	count := func(c RememberedCompile) {
-		switch {
-		case !c.Accepted:
-			unacc++
-			if c.Branch == next.Branch {
-				brUnacc++
-			}
-		case c.Record:
-			rec++
-			if c.Branch == next.Branch && c.ID != owner {
-				brRec++
-			}
-			tombs++
-		default:
-			tombs++
-		}
-	}
-	for c := range compiles {
-		if c.ID != next.ID {
-			count(c)
-		}
-	}
-	count(next)
-	return brUnacc > k.PerBranch || unacc > k.PerConversation || tombs > k.Tombstones ||
-		brRec > k.PerBranch+k.PerBranch/8 || rec > k.AcceptedRecords+k.AcceptedRecords/8
 }

@@ -182,7 +182,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		return nil, convID, err
 	}
 	// mirror what was committed
-	e.accepted, e.stamped, e.released, e.rec = true, len(stamped), len(released), rec
+	c.markAccepted(e, len(stamped), len(released), rec)
 	c.cacheStamps(stamped) // the next compile carries these blocks
 	for _, r := range released {
 		c.releases = append(c.releases, r)

@@ -280,7 +280,7 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 	if newBranch != nil {
 		c.branches[newBranch.Branch] = newBranch
 	}
-	c.compiles[rec.ID] = &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec, chunks: chunks}
+	c.addCompile(rec.ID, &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec, chunks: chunks})
 	c.cacheStamps(stampRows)
 	c.applyRetention(plan)
 	return nil

@@ -28,6 +28,8 @@ type conv struct {
 	// extend in place (binding.ShareTail): its records share their history
 	// instead of each holding it whole.
 	tip binding.ShareTip
+	// tally counts compiles as retention does (retention_tally.go).
+	tally retentionTally
 }
 
 // stampsCached bounds a conversation's stamp cache; past it the cache
@@ -141,11 +143,12 @@ func (b *Binder) load(ctx context.Context, c *conv) error {
 		br := st.Branches[i]
 		c.branches[br.Branch] = &br
 	}
-	c.compiles = map[string]*compileEntry{}
+	compiles := make(map[string]*compileEntry, len(st.Compiles))
 	for _, r := range st.Compiles {
-		c.compiles[r.ID] = &compileEntry{seq: r.Seq, branch: r.Branch, accepted: r.AcceptedMs != 0,
+		compiles[r.ID] = &compileEntry{seq: r.Seq, branch: r.Branch, accepted: r.AcceptedMs != 0,
 			stamped: r.Stamped, released: r.Released, rec: r.Record, chunks: r.Chunks}
 	}
+	c.setCompiles(compiles)
 	c.releases = st.Releases
 	c.loaded = true
 	return nil
@@ -162,7 +165,7 @@ func (b *Binder) retention(c *conv, nextID string, next compileEntry, owner stri
 			}
 		}
 	}
-	return binding.Retain(b.keep, all, next.remembered(nextID), owner)
+	return binding.RetainCounted(b.keep, c.retentionCounts(nextID, next, owner), all, next.remembered(nextID), owner)
 }
 
 func (e *compileEntry) remembered(id string) binding.RememberedCompile {
@@ -173,10 +176,10 @@ func (e *compileEntry) remembered(id string) binding.RememberedCompile {
 func (c *conv) applyRetention(plan binding.RetentionPlan) {
 	for _, id := range plan.DropRecords {
 		if e := c.compiles[id]; e != nil {
-			e.rec = nil
+			c.setRecord(e, nil, e.chunks)
 		}
 	}
 	for _, id := range plan.Forget {
-		delete(c.compiles, id)
+		c.forgetCompile(id)
 	}
 }

@@ -127,8 +127,7 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	c.releases = append(c.releases, added...)
 	if refused != nil {
 		// stored again whole (db.UpdateRecord): it names no chunks now
-		e := c.compiles[call.CompileID]
-		e.rec, e.chunks = refused, nil
+		c.setRecord(c.compiles[call.CompileID], refused, nil)
 	}
 	return &api.ReleaseAnswer{Released: len(added)}, nil
 }
