@@ -146,10 +146,24 @@ func StampKeys(r *Request) []Digest {
 	if r == nil {
 		return nil
 	}
-	var keys []Digest
-	seen := map[Digest]bool{}
+	n := 0
 	for i := range r.Messages {
-		for _, b := range r.Messages[i].Blocks {
+		for j := range r.Messages[i].Blocks {
+			if b := &r.Messages[i].Blocks[j]; isThinking(b.Kind) && b.Signed {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	// sized once: grown from empty, the set was rehashed a dozen times in
+	// a long conversation, a third of a compile's gathering
+	keys := make([]Digest, 0, n)
+	seen := make(map[Digest]bool, n)
+	for i := range r.Messages {
+		for j := range r.Messages[i].Blocks {
+			b := &r.Messages[i].Blocks[j]
 			if isThinking(b.Kind) && b.Signed && !seen[b.Key] {
 				seen[b.Key] = true
 				keys = append(keys, b.Key)
