@@ -50,7 +50,8 @@
 // does not hold its bytes (a compile it never made, another conversation's,
 // a dry run's, one evicted: it keeps the newest 2 real compiles of each
 // conversation, 64 MiB in all, least recently used out first, in memory
-// only, so none survives a restart), and 409 base_mismatch when the digest
+// only, so none survives a restart; the memory of up to 4 evicted ones,
+// 16 MiB in all, is reused by the next rebuilds), and 409 base_mismatch when the digest
 // differs or the base has fewer than N messages. The host then compiles in
 // full: a changed old message costs a strip, never a refusal, because
 // bindery never decides on bytes it did not check. The compile event of a
