@@ -50,8 +50,8 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		return &api.AcceptAnswer{Accepted: true, Stamped: e.stamped, Released: e.released, Repeated: true}, convID, nil
 	}
 	// From here to the write is computation only: announce the write, so
-	// a commit starting meanwhile (another conversation's accept) waits
-	// to share its fsync with this one (Journal.Expect).
+	// a synced group open meanwhile (another conversation's accept) stays
+	// open to share its fsync with this one (Journal.Expect).
 	exp := b.j.Expect()
 	defer exp.Withdraw()
 	var owner *binding.CompileRecord

@@ -26,16 +26,20 @@ import (
 // fsync, so sixteen hosts accepting at once wait for one disk flush, not
 // sixteen in a row.
 //
-// A group forms only from calls already queued, and sixteen accepts that
-// arrive together reach the queue one after another: the first would
-// commit alone and the rest wait a flush for it. So a synced write the
-// caller is about to make can be announced (Expect) before the work that
-// precedes it, and whoever is about to commit first yields the processor
-// (so calls already running reach the queue or announce themselves), then
-// waits for the announced ones to queue, but never longer than a synced
-// commit takes (Gather): past that, committing now and the latecomers in
-// the next group costs less than the wait. A lone writer neither yields
-// more than once nor waits.
+// Sixteen accepts that arrive together reach the queue one after another
+// (each first reads its request and decides), so a group that formed
+// only from calls already queued would commit the first alone and make
+// the rest wait a flush for it. So a synced write the caller is about to
+// make can be announced (Expect) before the work that precedes it, and a
+// synced group stays open while announced writes are still to come: it
+// runs each call as it queues, inside the open transaction, so the
+// group's database work overlaps the work of the calls still coming
+// instead of following all of it, and commits once none is announced
+// (after yielding the processor, so calls already running reach the
+// queue or announce themselves), or once it has been open as long as a
+// synced commit takes (Gather): past that, committing now and the
+// latecomers in the next group costs less than the wait. A lone writer
+// neither yields more than once nor waits.
 type Journal struct {
 	DB        *db.DB
 	Hub       *api.Hub
@@ -46,23 +50,25 @@ type Journal struct {
 	// maxGather.
 	Gather time.Duration
 
-	mu      sync.Mutex // held while a transaction commits and its events publish
+	mu      sync.Mutex // held while a transaction is open, commits and its events publish
 	commits int
-	stats   JournalStats // guarded by mu
+
+	smu   sync.Mutex   // not mu: Stats does not wait for an open group
+	stats JournalStats // guarded by smu
 
 	qmu      sync.Mutex
 	queue    []*journalWrite
 	draining bool
 	expected int           // announced writes not yet queued nor withdrawn (qmu)
 	arrived  chan struct{} // signalled (never blocking) when a write queues or one is withdrawn
-	lastSync time.Duration // how long the last synced commit took (qmu)
+	lastSync time.Duration // how long the last synced commit took, its calls already run (qmu)
 }
 
-// maxGather caps a commit's wait for announced writes: a disk whose
+// maxGather caps how long a group stays open for announced writes: a disk whose
 // flush takes longer than this is not made to wait longer still.
 const maxGather = 5 * time.Millisecond
 
-// maxYields bounds the yields before a commit takes its group: it yields
+// maxYields bounds the yields before an open group commits: it yields
 // again only while the last yield brought more calls.
 const maxYields = 8
 
@@ -75,9 +81,9 @@ type Expected struct {
 }
 
 // Expect announces a synced Write the caller is about to make, after work
-// that does not wait for anything (no lock, no I/O): a commit about to
-// start waits for it (Gather), so it shares that commit's fsync instead
-// of waiting for the next one. Call it only that close to the write: the
+// that does not wait for anything (no lock, no I/O): an open synced group
+// stays open for it (Gather), so it shares that group's fsync instead of
+// waiting for the next one. Call it only that close to the write: the
 // wait is bounded, but an announced write that is slow to come holds
 // every other write back for the bound.
 func (j *Journal) Expect() *Expected {
@@ -110,7 +116,7 @@ func (e *Expected) Withdraw() {
 	signal(ch)
 }
 
-// arrivedLocked is the channel a gathering commit waits on (qmu held).
+// arrivedLocked is the channel an open group waits on (qmu held).
 func (j *Journal) arrivedLocked() chan struct{} {
 	if j.arrived == nil {
 		j.arrived = make(chan struct{}, 1)
@@ -140,8 +146,8 @@ func (s JournalStats) Sub(earlier JournalStats) JournalStats {
 
 // Stats reads the counts so far.
 func (j *Journal) Stats() JournalStats {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	j.smu.Lock()
+	defer j.smu.Unlock()
 	return j.stats
 }
 
@@ -212,13 +218,12 @@ func (j *Journal) enqueue(ctx context.Context, dur db.Durability, fn func(ctx co
 // a further group is handed to a new goroutine.
 func (j *Journal) drain() {
 	j.qmu.Lock()
-	j.gather()
 	n := min(len(j.queue), maxGroup)
-	group := append([]*journalWrite(nil), j.queue[:n]...)
+	first := append([]*journalWrite(nil), j.queue[:n]...)
 	j.queue = j.queue[n:]
 	j.qmu.Unlock()
 
-	j.commitGroup(group)
+	j.commitGroup(first)
 
 	j.qmu.Lock()
 	more := len(j.queue) > 0
@@ -231,85 +236,139 @@ func (j *Journal) drain() {
 	}
 }
 
-// gather waits, with qmu held (released while it waits), for the
-// announced writes to queue, up to the bound (Gather) and as long as the
-// group is not full.
-func (j *Journal) gather() {
+// gatherBound is how long a synced group stays open for announced writes
+// (Gather; zero: the last synced commit's time, at most maxGather).
+func (j *Journal) gatherBound() time.Duration {
+	if j.Gather > 0 {
+		return j.Gather
+	}
+	j.qmu.Lock()
+	bound := min(j.lastSync, maxGather)
+	j.qmu.Unlock()
+	if bound <= 0 {
+		bound = time.Millisecond // no synced commit measured yet
+	}
+	return bound
+}
+
+// next is what joins the open group (of durability dur, room more calls
+// at most): the writes queued meanwhile, else, for a synced group, the
+// announced writes as they queue, until deadline. Nothing: the group
+// commits. It yields the processor first (at most maxYields times, while
+// that brings calls), so calls already running reach the queue or
+// announce themselves; a lone writer yields once and waits for nothing.
+//
+// A deferred group takes deferred writes only: its commit is not synced,
+// so a synced write waits for the next group.
+func (j *Journal) next(dur db.Durability, room int, deadline time.Time) []*journalWrite {
+	j.qmu.Lock()
+	defer j.qmu.Unlock()
+	if room <= 0 {
+		return nil
+	}
+	take := func() []*journalWrite {
+		n := 0
+		for n < len(j.queue) && n < room && (dur == db.Synced || j.queue[n].dur == db.Deferred) {
+			n++
+		}
+		out := append([]*journalWrite(nil), j.queue[:n]...)
+		j.queue = j.queue[n:]
+		return out
+	}
 	for range maxYields {
-		n := len(j.queue) + j.expected
+		if len(j.queue) > 0 {
+			return take()
+		}
+		n := j.expected
 		j.qmu.Unlock()
 		runtime.Gosched()
 		j.qmu.Lock()
-		if len(j.queue)+j.expected == n {
+		if len(j.queue) == 0 && j.expected == n {
 			break
 		}
 	}
-	if j.expected <= 0 || len(j.queue) >= maxGroup {
-		return
+	if len(j.queue) > 0 || dur != db.Synced {
+		return take()
 	}
-	bound := j.Gather
-	if bound <= 0 {
-		bound = min(j.lastSync, maxGather)
-		if bound <= 0 {
-			bound = time.Millisecond // no synced commit measured yet
-		}
+	wait := time.Until(deadline)
+	if j.expected <= 0 || wait <= 0 {
+		return nil
 	}
-	t := time.NewTimer(bound)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	ch := j.arrivedLocked()
-	for j.expected > 0 && len(j.queue) < maxGroup {
+	for len(j.queue) == 0 && j.expected > 0 {
 		j.qmu.Unlock()
 		select {
 		case <-ch:
 		case <-t.C:
 			j.qmu.Lock()
-			return
+			return take()
 		}
 		j.qmu.Lock()
 	}
+	return take()
 }
 
-func (j *Journal) commitGroup(group []*journalWrite) {
+// commitGroup runs first and whatever joins it (next) in one transaction
+// and commits it: the group is open while announced writes are still to
+// queue, and each call runs as it arrives, so the transaction's work
+// overlaps the work that precedes the calls still coming rather than
+// following all of it.
+func (j *Journal) commitGroup(first []*journalWrite) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var evs []db.Event
 	// A call whose context ended before its turn is not run; the group's
 	// transaction itself runs to its end (db.Write).
 	ctx := context.Background()
-	for _, w := range group {
+	for _, w := range first {
 		if w.ctx.Err() == nil {
 			ctx = context.WithoutCancel(w.ctx)
 			break
 		}
 	}
-	// A group is synced when any of its writes asks for it.
+	// A group is synced when any of its first writes asks for it; later
+	// ones join only a group that syncs them as they asked (next).
 	dur := db.Deferred
-	for _, w := range group {
+	for _, w := range first {
 		if w.dur == db.Synced {
 			dur = db.Synced
 		}
 	}
-	t0 := time.Now()
+	deadline := time.Now().Add(j.gatherBound())
+	group := first
+	var ran time.Time // when the group's calls had all run: its commit starts
 	err := j.DB.WriteAs(ctx, dur, func(ctx context.Context, tx *db.Tx) error {
 		evs = evs[:0]
-		for _, w := range group {
-			w.err = nil
-			if err := w.ctx.Err(); err != nil {
-				w.err = err
-				continue
+		for i, batch := 0, first; len(batch) > 0; batch = j.next(dur, maxGroup-len(group), deadline) {
+			if i > 0 {
+				group = append(group, batch...)
 			}
-			if len(group) == 1 {
-				w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs))
-				return w.err
-			}
-			start := len(evs)
-			var err error
-			w.err, err = tx.Savepoint(ctx, func() error { return w.run(ctx, tx, j.emitter(ctx, tx, &evs)) })
-			if w.err != nil {
-				evs = evs[:start]
-			}
-			if err != nil {
-				return err
+			for _, w := range batch {
+				i++
+				w.err = nil
+				if err := w.ctx.Err(); err != nil {
+					w.err = err
+					continue
+				}
+				if i == 1 && len(first) == 1 {
+					// The first call alone needs no savepoint: when it fails,
+					// the transaction rolls back with nothing else in it.
+					if w.err = w.run(ctx, tx, j.emitter(ctx, tx, &evs)); w.err != nil {
+						return w.err
+					}
+					continue
+				}
+				start := len(evs)
+				var err error
+				w.err, err = tx.Savepoint(ctx, func() error { return w.run(ctx, tx, j.emitter(ctx, tx, &evs)) })
+				if w.err != nil {
+					evs = evs[:start]
+				}
+				if err != nil {
+					return err
+				}
 			}
 		}
 		j.commits++
@@ -318,6 +377,7 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 				return err
 			}
 		}
+		ran = time.Now()
 		return nil
 	})
 	if err != nil {
@@ -328,11 +388,15 @@ func (j *Journal) commitGroup(group []*journalWrite) {
 		}
 		evs = nil
 	} else {
+		j.smu.Lock()
 		j.stats.Commits++
 		j.stats.Writes += int64(len(group))
 		if dur == db.Synced {
 			j.stats.Synced++
-			took := time.Since(t0)
+		}
+		j.smu.Unlock()
+		if dur == db.Synced {
+			took := time.Since(ran)
 			j.qmu.Lock()
 			j.lastSync = took
 			j.qmu.Unlock()

@@ -120,8 +120,7 @@ func TestConcurrentAcceptsShareCommits(t *testing.T) {
 		ids[i] = ans.CompileID
 	}
 
-	// Hold the journal inside a commit until all sixteen accepts queue
-	// (Stats waits for the commit: read it before).
+	// Hold the journal inside a commit until all sixteen accepts queue.
 	before := e.j.Stats()
 	started, hold := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
@@ -156,12 +155,127 @@ func TestConcurrentAcceptsShareCommits(t *testing.T) {
 			t.Fatalf("accept %d: %v", i, err)
 		}
 	}
-	// The held write's commit, then one for all sixteen accepts.
-	wantStats(t, "sixteen queued accepts", e.j.Stats().Sub(before), JournalStats{Writes: 1 + n, Commits: 2, Synced: 2})
+	// The sixteen accepts joined the held write's open group: one commit.
+	wantStats(t, "sixteen queued accepts", e.j.Stats().Sub(before), JournalStats{Writes: 1 + n, Commits: 1, Synced: 1})
 	for i, id := range ids {
 		row, found, err := e.db.Compile(t.Context(), id)
 		if err != nil || !found || row.AcceptedMs == 0 {
 			t.Fatalf("compile %d (%s) after its accept: %+v found=%v err=%v", i, id, row, found, err)
 		}
 	}
+}
+
+// An open synced group runs each call as it queues, while other calls are
+// still announced (the group's database work overlaps theirs), and
+// commits them all once: the first call has run before the second is
+// even written.
+func TestJournalRunsCallsAsTheyQueue(t *testing.T) {
+	j := journalOn(t)
+	j.Gather = time.Minute // only the announced write ends the wait
+
+	first, second := j.Expect(), j.Expect()
+	ran := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- first.Write(context.Background(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+			close(ran)
+			return upsert("first")(ctx, tx, emit)
+		})
+	}()
+	select {
+	case <-ran:
+	case err := <-done:
+		t.Fatalf("the first announced write committed (err %v) while the second was still announced", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first call did not run while the second was announced")
+	}
+	wantStats(t, "while the second is announced", j.Stats(), JournalStats{})
+	if err := second.Write(context.Background(), upsert("second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantStats(t, "a call run before the next queued", j.Stats(), JournalStats{Writes: 2, Commits: 1, Synced: 1})
+	for _, id := range []string{"first", "second"} {
+		if st, err := j.DB.LoadConversation(t.Context(), id); err != nil || !st.Found {
+			t.Fatalf("conversation %s after the shared commit: %+v %v", id, st, err)
+		}
+	}
+}
+
+// A call that joins an open group and fails undoes only its own work: the
+// call before it and the one after it commit, in one transaction.
+func TestJournalJoinedCallFailsAlone(t *testing.T) {
+	j := journalOn(t)
+	j.Gather = time.Minute
+
+	second, third := j.Expect(), j.Expect()
+	ran := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- j.Write(context.Background(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+			defer close(ran)
+			return upsert("first")(ctx, tx, emit)
+		})
+	}()
+	<-ran // the first call opened the group: the others join it
+	failed := fmt.Errorf("the second call fails")
+	secondDone := make(chan error, 1)
+	go func() {
+		secondDone <- second.Write(context.Background(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+			if err := upsert("second")(ctx, tx, emit); err != nil {
+				return err
+			}
+			return failed
+		})
+	}()
+	if err := third.Write(context.Background(), upsert("third")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondDone; err != failed {
+		t.Fatalf("the failing call's error: %v, want %v", err, failed)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantStats(t, "three calls, one failing", j.Stats(), JournalStats{Writes: 3, Commits: 1, Synced: 1})
+	for id, want := range map[string]bool{"first": true, "second": false, "third": true} {
+		st, err := j.DB.LoadConversation(t.Context(), id)
+		if err != nil || st.Found != want {
+			t.Fatalf("conversation %s stored %v (err %v), want %v", id, st.Found, err, want)
+		}
+	}
+}
+
+// A deferred group is not synced, so a synced write queued while it is
+// open waits for a synced group of its own rather than joining it.
+func TestJournalDeferredGroupLeavesSyncedWrite(t *testing.T) {
+	j := journalOn(t)
+	started, hold := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- j.WriteDeferred(context.Background(), func(ctx context.Context, tx *db.Tx, emit Emit) error {
+			close(started)
+			<-hold
+			return upsert("deferred")(ctx, tx, emit)
+		})
+	}()
+	<-started
+	synced := make(chan error, 1)
+	go func() { synced <- j.Write(context.Background(), upsert("synced")) }()
+	waitFor(t, "the synced write to queue", func() (bool, string) {
+		j.qmu.Lock()
+		q := len(j.queue)
+		j.qmu.Unlock()
+		return q == 1, fmt.Sprintf("%d queued", q)
+	})
+	close(hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	wantStats(t, "a synced write behind a deferred group", j.Stats(), JournalStats{Writes: 2, Commits: 2, Synced: 1})
 }
