@@ -541,7 +541,7 @@ func (p *Parser) messages() error {
 	if p.msgs == nil && p.Known == nil {
 		// (takeKnown sizes them from the known prefix instead: made here
 		// too, they were a second large allocation, zeroed and dropped)
-		p.msgs, p.blocks = p.spare(16, 16+len(c.in)/512)
+		p.msgs, p.blocks = p.spare(1+len(c.in)/4096, 4+len(c.in)/512)
 	}
 	for {
 		n := len(p.msgs)
@@ -564,7 +564,7 @@ func (p *Parser) messages() error {
 				continue
 			}
 			if p.msgs == nil {
-				p.msgs, p.blocks = p.spare(16, 16+len(c.in)/512)
+				p.msgs, p.blocks = p.spare(1+len(c.in)/4096, 4+len(c.in)/512)
 			}
 		}
 		if e := p.Memo.lookup(c.in, c.pos, p.converse); e != nil {
