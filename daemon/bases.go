@@ -166,9 +166,14 @@ func removeID(ids []string, id string) []string {
 	return out
 }
 
+// get is the base of compile id, if held, now its most recently used.
 func (s *baseStore) get(id string) (*base, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.usedLocked(id)
+}
+
+func (s *baseStore) usedLocked(id string) (*base, bool) {
 	b, ok := s.byID[id]
 	if ok {
 		s.tick++
@@ -183,10 +188,8 @@ func (s *baseStore) get(id string) (*base, bool) {
 func (s *baseStore) acquire(id string) (*base, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.byID[id]
+	b, ok := s.usedLocked(id)
 	if ok {
-		s.tick++
-		b.used = s.tick
 		b.refs++
 	}
 	return b, ok
