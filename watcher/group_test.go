@@ -129,13 +129,15 @@ func TestColdScanGroups(t *testing.T) {
 	}
 
 	// Another rescan finds every grouped file up to date.
+	before := r.w.Status().LastRescan
 	r.w.mu.Lock()
 	r.w.rescanNow = true
 	r.w.mu.Unlock()
 	r.w.signal()
-	before := r.w.Status().LastRescan
-	for r.w.Status().LastRescan == before {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); r.w.Status().LastRescan == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second rescan did not end")
+		}
 	}
 	s.mu.Lock()
 	again := s.batches[len(batches):]
