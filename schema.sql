@@ -101,7 +101,10 @@ CREATE TABLE thinking (
     PRIMARY KEY (entry, block)
 ) WITHOUT ROWID;
 CREATE INDEX thinking_file ON thinking(file);
-CREATE INDEX thinking_sig ON thinking(sig_digest) WHERE sig_digest IS NOT NULL;
+-- A block is looked up by digest within a session's files: keyed by file
+-- first, a new file's blocks are appended, not spread over the index
+-- (migration 010).
+CREATE INDEX thinking_file_sig ON thinking(file, sig_digest) WHERE sig_digest IS NOT NULL;
 
 -- frontier: pi-condense's context-prune-frontier custom entries, their data
 -- verbatim (a small object). The frontier of a branch is the last one on it.

@@ -128,6 +128,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		Rescan:       cfg.Rescan,
 		MaxLineBytes: int(cfg.MaxLineBytes),
 		Logger:       d.log,
+		GroupSink:    d.ingest.sinkGroup,
 	}, watcherCursors(saved))
 
 	ln, removeSocket, err := listenSocket(cfg.Socket)

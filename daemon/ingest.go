@@ -84,6 +84,39 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 	if err != nil {
 		return err
 	}
+	in.committed(ctx, b, batch, res)
+	in.report()
+	return nil
+}
+
+// sinkGroup is the watcher's GroupSink: the first batches of several new
+// files (a first scan) in one transaction and one fsync, each then followed
+// up as sink follows up one.
+func (in *ingester) sinkGroup(ctx context.Context, bs []watcher.Batch) error {
+	batches := make([]db.Batch, len(bs))
+	for i := range bs {
+		batches[i] = dbBatch(bs[i])
+	}
+	var res []db.Ingested
+	var err error
+	if in.journal != nil {
+		res, err = in.journal.IngestAll(ctx, batches)
+	} else {
+		res, err = in.db.IngestAll(ctx, batches)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range bs {
+		in.committed(ctx, bs[i], batches[i], res[i])
+	}
+	in.report()
+	return nil
+}
+
+// committed follows up a batch whose commit returned: attribution, the
+// progress counters, and (without a journal) the events.
+func (in *ingester) committed(ctx context.Context, b watcher.Batch, batch db.Batch, res db.Ingested) {
 	if in.attribute != nil {
 		// Not fatal to ingest: the batch is committed, and a reply bindery
 		// cannot attribute is stripped later (safe). attribute logs it.
@@ -108,8 +141,6 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 	if in.journal == nil && in.published != nil && len(res.Events) > 0 {
 		in.published(res.Events)
 	}
-	in.report()
-	return nil
 }
 
 func (in *ingester) report() {

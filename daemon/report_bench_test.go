@@ -37,7 +37,7 @@ func BenchmarkColdReport(b *testing.B) {
 	prices := report.DefaultPrices()
 	store.SetReportAggregator(reporter.Aggregator{Prices: prices})
 	in := newIngester(store, nil, nil)
-	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour}, nil)
+	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx, in.sink) }()

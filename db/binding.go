@@ -550,8 +550,7 @@ func (d *DB) BlockEntries(ctx context.Context, session string, keys []binding.Di
 		// Only the message that minted a block holds it: a context_edit
 		// that carries a copy is branch-local and proves nothing of a
 		// request's branch (its sibling branches show the same block).
-		err := d.readRow(ctx, `SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
-			JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ? AND s.id = ? AND e.type = 'message' ORDER BY e.seq DESC LIMIT 1`, k[:], session).Scan(&id)
+		err := d.readRow(ctx, sqlBlockEntry, k[:], session).Scan(&id)
 		if err == sql.ErrNoRows {
 			continue
 		}

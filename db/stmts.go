@@ -38,6 +38,11 @@ const (
 	sqlUpdateRecord  = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
 	sqlInsertStamp   = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
+	// sqlBlockEntry is the newest message of a session holding a block
+	// (by digest): the session's files (sessions_id), then each file's
+	// block (thinking_file_sig).
+	sqlBlockEntry = `SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
+			JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ? AND s.id = ? AND e.type = 'message' ORDER BY e.seq DESC LIMIT 1`
 	sqlLinkStampEntry     = `UPDATE stamps SET entry = ? WHERE key = ? AND entry IS NULL`
 	sqlLinkStampInSession = `UPDATE stamps SET entry = (SELECT e.id FROM thinking t JOIN entries e ON e.seq = t.entry
 				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message' ORDER BY e.seq DESC LIMIT 1)

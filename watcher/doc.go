@@ -28,7 +28,14 @@
 // changed since it was last read to EOF is not reopened by a rescan.
 //
 // Memory is bounded by one read chunk (256 KiB) plus the longest line kept
-// (Config.MaxLineBytes) plus one batch's entries, whatever the archive's size.
+// (Config.MaxLineBytes) plus one batch's entries, whatever the archive's size
+// (with a GroupSink, two groups' during a rescan: one read ahead while the
+// sink commits the other, group.go).
+//
+// A first scan meets many new files that each fit one batch: with
+// Config.GroupSink set, a rescan hands runs of them over in one call (one
+// transaction for the sink), and anything unusual, or a group refused,
+// takes the ordinary way one file at a time.
 //
 // Parsing (Parser, parse.go) is a pure function of the line bytes and a
 // small ParseState; see V1ID for the ids of v1 entries, which have none.

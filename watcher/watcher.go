@@ -48,6 +48,10 @@ type Config struct {
 	// error (defaults 250ms and 30s).
 	RetryMin, RetryMax time.Duration
 	Logger             *slog.Logger
+	// GroupSink, when set, takes the first batches of several new files
+	// in one call during a rescan (group.go): a first scan of an archive
+	// of small files commits once per MaxBatchBytes, not once per file.
+	GroupSink GroupSink
 }
 
 const readChunk = 256 << 10
@@ -244,8 +248,8 @@ func (w *Watcher) markDirty(path string) {
 	w.signal()
 }
 
-// Run follows the files until ctx is done, calling sink for every batch, one
-// at a time, from this goroutine. It returns nil when ctx is cancelled and an
+// Run follows the files until ctx is done, calling sink (or the GroupSink)
+// for every batch, one call at a time, from this goroutine. It returns nil when ctx is cancelled and an
 // error only if the watcher cannot work at all.
 func (w *Watcher) Run(ctx context.Context, sink Sink) error {
 	fsw, err := fsnotify.NewWatcher()
@@ -486,15 +490,8 @@ func (w *Watcher) rescan(ctx context.Context, sink Sink) {
 		}
 	}
 	slices.Sort(paths)
-	for _, p := range paths {
-		if ctx.Err() != nil {
-			return
-		}
-		w.visitFile(ctx, p, sink)
-		w.beat.Store(time.Now().UnixNano())
-		if time.Since(w.lastPublish) > 100*time.Millisecond {
-			w.publishStatus()
-		}
+	if !w.visitAll(ctx, paths, sink) { // group.go
+		return
 	}
 	w.mu.Lock()
 	w.status.LastRescan = time.Now()

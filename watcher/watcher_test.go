@@ -28,6 +28,7 @@ type store struct {
 	batches []Batch // every committed batch, in order
 	errs    []IngestError
 	fail    func(Batch) error // if set and returns non-nil, the batch is refused
+	groups  [][]Batch         // every group offered to group, in order
 	changed chan struct{}
 }
 
@@ -49,6 +50,12 @@ func (s *store) sink(_ context.Context, b Batch) error {
 			return err
 		}
 	}
+	s.apply(b)
+	return nil
+}
+
+// apply commits b (s.mu held).
+func (s *store) apply(b Batch) {
 	if b.Path == "" || b.Path != b.Cursor.Path {
 		panic(fmt.Sprintf("batch path %q cursor path %q", b.Path, b.Cursor.Path))
 	}
@@ -82,6 +89,24 @@ func (s *store) sink(_ context.Context, b Batch) error {
 	select {
 	case s.changed <- struct{}{}:
 	default:
+	}
+}
+
+// group is the store's GroupSink: every batch or none, as one
+// transaction would (fail refuses the group if it refuses any batch).
+func (s *store) group(_ context.Context, bs []Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups = append(s.groups, slices.Clone(bs))
+	if s.fail != nil {
+		for _, b := range bs {
+			if err := s.fail(b); err != nil {
+				return err
+			}
+		}
+	}
+	for _, b := range bs {
+		s.apply(b)
 	}
 	return nil
 }
@@ -178,8 +203,13 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
+// start runs a watcher over cfg into s, with s's GroupSink as the daemon
+// wires it (a hook may take it away: w.cfg.GroupSink = nil).
 func start(t *testing.T, cfg Config, saved []Cursor, s *store, hook func(*Watcher)) *running {
 	t.Helper()
+	if cfg.GroupSink == nil {
+		cfg.GroupSink = s.group
+	}
 	w := New(cfg, saved)
 	if hook != nil {
 		hook(w)
