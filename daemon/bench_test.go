@@ -33,8 +33,9 @@ type archive struct {
 }
 
 var (
-	archives  = map[string]*archive{}
-	archiveMu sync.Mutex
+	archives     = map[string]*archive{}
+	archiveRoots []string // every archive's folder, complete or not (removeArchives)
+	archiveMu    sync.Mutex
 )
 
 // genArchive writes sessions files of about per bytes each (cached per run).
@@ -49,6 +50,7 @@ func genArchive(b *testing.B, sessions, per int) *archive {
 	if err != nil {
 		b.Fatal(err)
 	}
+	archiveRoots = append(archiveRoots, root)
 	a := &archive{agent: filepath.Join(root, "agent")}
 	a.dir = filepath.Join(a.agent, "sessions", pisessiontest.ProjectDir("/home/dev/src/app"))
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
@@ -64,9 +66,20 @@ func genArchive(b *testing.B, sessions, per int) *archive {
 		a.bytes += int64(len(s.Data))
 		a.files = append(a.files, p)
 	}
-	archives[key] = a
-	b.Cleanup(func() {}) // the archive lives for the whole run; removed by the OS temp cleaner
+	archives[key] = a // for the whole run: TestMain removes it (removeArchives)
 	return a
+}
+
+// removeArchives removes the archives the run generated (each of a 1 GB
+// benchmark's is as large; left behind, runs filled the disk).
+func removeArchives() {
+	archiveMu.Lock()
+	defer archiveMu.Unlock()
+	for _, root := range archiveRoots {
+		os.RemoveAll(root)
+	}
+	archiveRoots = nil
+	clear(archives)
 }
 
 // ingestAll runs the watcher over the archive into a fresh database until
