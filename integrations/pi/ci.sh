@@ -16,7 +16,9 @@ npm ci --no-audit --no-fund --loglevel=error
 npx tsc -p .
 if [ -z "${BINDERY_BIN:-}" ]; then
 	command -v go >/dev/null || { echo "integrations/pi: go is not installed and BINDERY_BIN is not set" >&2; exit 1; }
-	BINDERY_BIN="$(mktemp -d)/bindery"
+	bindir=$(mktemp -d)
+	trap 'rm -rf "$bindir"' EXIT
+	BINDERY_BIN="$bindir/bindery"
 	(cd ../.. && go build -o "$BINDERY_BIN" ./cmd/bindery)
 fi
 export BINDERY_BIN

@@ -3,12 +3,25 @@
  * print mode with an isolated PI_CODING_AGENT_DIR, and the fake Anthropic server.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+
+// Every root this process made, removed when it exits (left behind, each
+// run of the suite left some seventy folders in the temporary folder).
+const roots: string[] = [];
+process.once("exit", () => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
+
+export function tempRoot(): string {
+  const root = mkdtempSync(join(tmpdir(), "bde"));
+  roots.push(root);
+  return root;
+}
 
 const here = dirname(fileURLToPath(import.meta.url)); // dist/test
 export const packageDir = resolve(here, "..", "..");
@@ -72,13 +85,13 @@ export function get(socketPath: string, path: string): Promise<{ status: number;
 export async function resolveBindery(): Promise<{ bin: string } | { skip: string } | { error: string }> {
   let bin = process.env.BINDERY_BIN;
   if (!bin) {
-    const out = join(mkdtempSync(join(tmpdir(), "bdbin")), "bindery");
+    const out = join(tempRoot(), "bindery");
     const r = spawnSync("go", ["build", "-o", out, "./cmd/bindery"], { cwd: repoRoot, encoding: "utf8", timeout: 600_000 });
     if (r.error || r.status !== 0) return { error: `could not build bindery (go build ./cmd/bindery in ${repoRoot}): ${r.error?.message ?? r.stderr.trim().split("\n").slice(-3).join(" ")}` };
     bin = out;
   }
   if (!existsSync(bin)) return { error: `BINDERY_BIN=${bin} does not exist` };
-  const probeDir = mkdtempSync(join(tmpdir(), "bdp"));
+  const probeDir = tempRoot();
   const d = new BinderyProcess(bin, probeDir);
   try {
     await d.start();
@@ -272,9 +285,6 @@ export function quiet(runs: PiRun[]): void {
   for (const r of runs) assert.doesNotMatch(r.stderr, /bindery/, `pi printed a bindery warning: ${r.stderr}`);
 }
 
-export function tempRoot(): string {
-  return mkdtempSync(join(tmpdir(), "bde"));
-}
 
 /**
  * A Unix-socket proxy in front of bindery that forwards every call except the ones

@@ -1,6 +1,6 @@
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { agentDir, defaultSocketPath, loadSettings } from "../src/settings.js";
@@ -22,8 +22,14 @@ test("agent dir: PI_CODING_AGENT_DIR with ~ expanded, else ~/.pi/agent", () => {
   assert.equal(agentDir({}, "/h"), "/h/.pi/agent");
 });
 
+const roots: string[] = [];
+after(() => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
+
 function dirs() {
   const root = mkdtempSync(join(tmpdir(), "bset"));
+  roots.push(root);
   const agent = join(root, "agent");
   const cwd = join(root, "proj");
   mkdirSync(agent);
