@@ -82,6 +82,21 @@ func removeArchives() {
 	clear(archives)
 }
 
+// firstScan runs w until its first full scan is done, then stops it.
+func firstScan(tb testing.TB, ctx context.Context, w *watcher.Watcher, sink watcher.Sink) {
+	tb.Helper()
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx, sink) }()
+	for w.Status().LastRescan.IsZero() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // ingestAll runs the watcher over the archive into a fresh database until
 // the first full scan is done, and checks every byte was ingested.
 func ingestAll(b *testing.B, a *archive) {
@@ -95,17 +110,7 @@ func ingestAll(b *testing.B, a *archive) {
 	// aggregates.
 	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
-	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx, in.sink) }()
-	for w.Status().LastRescan.IsZero() {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
+	firstScan(b, context.Background(), watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil), in.sink)
 	if got := in.done.Load(); got != a.bytes {
 		b.Fatalf("ingested %d bytes of %d", got, a.bytes)
 	}

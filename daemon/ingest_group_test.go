@@ -62,17 +62,7 @@ func TestColdScanGroupedStoresWhatOneByOneDoes(t *testing.T) {
 				return in.sinkGroup(ctx, bs)
 			}
 		}
-		w := watcher.New(cfg, nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- w.Run(ctx, in.sink) }()
-		for w.Status().LastRescan.IsZero() {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		firstScan(t, t.Context(), watcher.New(cfg, nil), in.sink)
 		raw := rawConn(t, store.Path())
 		defer raw.Close()
 		return dumpTables(t, raw), groups

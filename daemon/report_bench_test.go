@@ -37,17 +37,7 @@ func BenchmarkColdReport(b *testing.B) {
 	prices := report.DefaultPrices()
 	store.SetReportAggregator(reporter.Aggregator{Prices: prices})
 	in := newIngester(store, nil, nil)
-	w := watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil)
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx, in.sink) }()
-	for w.Status().LastRescan.IsZero() {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
+	firstScan(b, ctx, watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil), in.sink)
 	raw := rawConn(b, store.Path())
 	defer raw.Close()
 	exec := func(q string) {
