@@ -130,30 +130,36 @@ type RetentionCounts struct {
 // new state) as Retain does before deciding anything.
 func CountRetention(compiles iter.Seq[RememberedCompile], next RememberedCompile, owner string) RetentionCounts {
 	var n RetentionCounts
-	count := func(c RememberedCompile) {
-		switch {
-		case !c.Accepted:
-			n.Unaccepted++
-			if c.Branch == next.Branch {
-				n.BranchUnaccepted++
-			}
-		case c.Record:
-			n.Records++
-			if c.Branch == next.Branch && c.ID != owner {
-				n.BranchRecords++
-			}
-			n.Tombstones++
-		default:
-			n.Tombstones++
-		}
-	}
 	for c := range compiles {
 		if c.ID != next.ID {
-			count(c)
+			n.Add(c, next.Branch, owner, 1)
 		}
 	}
-	count(next)
+	n.Add(next, next.Branch, owner, 1)
 	return n
+}
+
+// Add counts c (sign 1) or takes it out (sign -1) as CountRetention counts
+// it for a compile on branch whose owner is owner ("": none): the one place a
+// compile's kind (unaccepted, accepted with its record, tombstone) is
+// decided, for CountRetention and for a caller keeping counts
+// (daemon/retention_tally.go).
+func (n *RetentionCounts) Add(c RememberedCompile, branch, owner string, sign int) {
+	switch {
+	case !c.Accepted:
+		n.Unaccepted += sign
+		if c.Branch == branch {
+			n.BranchUnaccepted += sign
+		}
+	case c.Record:
+		n.Records += sign
+		n.Tombstones += sign
+		if c.Branch == branch && (owner == "" || c.ID != owner) {
+			n.BranchRecords += sign
+		}
+	default:
+		n.Tombstones += sign
+	}
 }
 
 // exceeded is whether Retain forgets or drops anything at counts n (k

@@ -11,35 +11,28 @@ import (
 // Retention.Tombstones, 10,000 by default) to learn that no bound is
 // exceeded. Every change to c.compiles goes through the conv methods
 // below, which keep it; TestRetentionTally checks it against a count.
+// binding.RetentionCounts.Add decides what each compile counts as.
 type retentionTally struct {
-	unaccepted, records, tombstones int
-	branches                        map[string]*branchTally
+	all      binding.RetentionCounts             // the conversation's (its Branch counts unused)
+	branches map[string]*binding.RetentionCounts // each branch's Branch counts (the others zero)
 }
 
-type branchTally struct{ unaccepted, records int }
-
-// add counts e (sign 1) or takes it out (sign -1).
+// add counts e (sign 1) or takes it out (sign -1). Its id does not count:
+// the tally leaves out no owner (retentionCounts does).
 func (t *retentionTally) add(e *compileEntry, sign int) {
+	c := e.remembered("")
+	t.all.Add(c, "", "", sign)
 	if t.branches == nil {
-		t.branches = map[string]*branchTally{}
+		t.branches = map[string]*binding.RetentionCounts{}
 	}
 	b := t.branches[e.branch]
 	if b == nil {
-		b = &branchTally{}
+		b = &binding.RetentionCounts{}
 		t.branches[e.branch] = b
 	}
-	switch {
-	case !e.accepted:
-		t.unaccepted += sign
-		b.unaccepted += sign
-	case e.rec != nil:
-		t.records += sign
-		b.records += sign
-		t.tombstones += sign
-	default:
-		t.tombstones += sign
-	}
-	if b.unaccepted == 0 && b.records == 0 {
+	b.Add(c, e.branch, "", sign)
+	b.Unaccepted, b.Records, b.Tombstones = 0, 0, 0 // all's
+	if b.BranchUnaccepted == 0 && b.BranchRecords == 0 {
 		delete(t.branches, e.branch)
 	}
 }
@@ -48,39 +41,24 @@ func (t *retentionTally) add(e *compileEntry, sign int) {
 // nextID) in its state after the commit and owner the owner of next's
 // branch then.
 func (c *conv) retentionCounts(nextID string, next compileEntry, owner string) binding.RetentionCounts {
-	t := &c.tally
-	n := binding.RetentionCounts{Unaccepted: t.unaccepted, Records: t.records, Tombstones: t.tombstones}
-	if b := t.branches[next.branch]; b != nil {
-		n.BranchUnaccepted, n.BranchRecords = b.unaccepted, b.records
-	}
-	apply := func(e *compileEntry, sign int) {
-		switch {
-		case !e.accepted:
-			n.Unaccepted += sign
-			if e.branch == next.branch {
-				n.BranchUnaccepted += sign
-			}
-		case e.rec != nil:
-			n.Records += sign
-			n.Tombstones += sign
-			if e.branch == next.branch {
-				n.BranchRecords += sign
-			}
-		default:
-			n.Tombstones += sign
-		}
+	n := c.tally.all
+	n.BranchUnaccepted, n.BranchRecords = 0, 0
+	if b := c.tally.branches[next.branch]; b != nil {
+		n.BranchUnaccepted, n.BranchRecords = b.BranchUnaccepted, b.BranchRecords
 	}
 	if old := c.compiles[nextID]; old != nil {
-		apply(old, -1)
+		n.Add(old.remembered(nextID), next.branch, "", -1)
 	}
-	apply(&next, 1)
+	n.Add(next.remembered(nextID), next.branch, "", 1)
 	// The owner's record is not among the branch's records Retain may drop.
 	own := c.compiles[owner]
 	if owner == nextID {
 		own = &next
 	}
-	if owner != "" && own != nil && own.accepted && own.rec != nil && own.branch == next.branch {
-		n.BranchRecords--
+	if owner != "" && own != nil {
+		var o binding.RetentionCounts
+		o.Add(own.remembered(owner), next.branch, "", 1)
+		n.BranchRecords -= o.BranchRecords
 	}
 	return n
 }
