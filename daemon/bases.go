@@ -110,9 +110,6 @@ func (s *baseStore) put(nb *base, proved *shared) {
 	if proved != nil && proved.messages <= len(nb.req.Messages) {
 		nb.hashed, nb.hash = proved.messages, proved.hash
 	}
-	if old := s.byID[id]; old != nil {
-		s.dropLocked(id)
-	}
 	s.byID[id] = nb
 	s.bytes += size
 	ids := append(s.byConv[conversation], id)

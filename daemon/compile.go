@@ -79,6 +79,9 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	if err != nil {
 		return nil, fmt.Errorf("compile %s of conversation %q: %w", id, call.Conversation, err)
 	}
+	// The answer before the base is kept: once kept, a later compile may
+	// drop it and reuse req's memory (bases_spare.go).
+	ans := compileAnswer(call, req, compiled)
 	if !call.DryRun {
 		b.mu.Lock()
 		if len(b.byID) >= maxRememberedIDs {
@@ -86,11 +89,6 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		}
 		b.byID[id] = call.Conversation
 		b.mu.Unlock()
-	}
-	// The answer before the base is kept: once kept, a later compile may
-	// drop it and reuse req's memory (bases_spare.go).
-	ans := compileAnswer(call, req, compiled)
-	if !call.DryRun {
 		b.bases.put(&base{id: id, conversation: call.Conversation, body: call.Request, req: req, mem: mem,
 			ownBody: proved != nil, lent: call.Return != api.ReturnPlan}, proved)
 	}
