@@ -17,7 +17,10 @@ import (
 // new body's messages array begins with exactly the earlier bytes of those
 // messages (compared, not hashed), read in the same shape (Messages or
 // Converse) by a parse that did not refuse them; otherwise the body is
-// parsed as if Known were unset. Equal bytes in the same shape are equal,
+// parsed as if Known were unset. A body built with Place holds the bytes
+// Place itself copied, where it copied them: they are equal by
+// construction, and are not compared a second time (the compare was a
+// fifth of a long conversation's turn, over bytes just copied). Equal bytes in the same shape are equal,
 // already validated values with the same blocks, digests and chain (the
 // chain starts at ChainStart whatever the seed), so the Request is exactly
 // the one a parse without Known returns (TestParseKnownIsParse,
@@ -26,6 +29,40 @@ type KnownPrefix struct {
 	Body     []byte   // the earlier request's body
 	Request  *Request // Body's parse (bound: a body whose messages were refused as another API's is no prefix)
 	Messages int      // how many of its messages the new body may begin with
+
+	// placed is where Place copied the prefix's bytes, placedLen how many.
+	placed    *byte
+	placedLen int
+}
+
+// prefix is the span of Body the first Messages messages take, when it is
+// one (ok false: the KnownPrefix offers nothing).
+func (k *KnownPrefix) prefix() (from, to int, ok bool) {
+	if k.Request == nil || k.Messages < 1 || k.Messages > len(k.Request.Messages) {
+		return 0, 0, false
+	}
+	ms := k.Request.Messages[:k.Messages]
+	from, to = ms[0].Span.Start, ms[len(ms)-1].Span.End
+	return from, to, from >= 0 && to <= len(k.Body) && from < to
+}
+
+// Place appends the prefix's bytes (its messages, as they lie in Body,
+// without the array's brackets) to out, and remembers where they went.
+// A body whose messages array begins right there, at the same address,
+// takes them without comparing them again: the caller must not write over
+// them before the parse. Memory Place copied into that is no longer that
+// body (out grown by a later append, moved, reused) is compared as any
+// other, and so is a second parse after the one that used the placement.
+// A KnownPrefix that offers nothing appends nothing.
+func (k *KnownPrefix) Place(out []byte) []byte {
+	from, to, ok := k.prefix()
+	if !ok {
+		return out
+	}
+	n := len(out)
+	out = append(out, k.Body[from:to]...)
+	k.placed, k.placedLen = &out[n], to-from
+	return out
 }
 
 // KnownTaken is how many messages the last Parse took from Known.
@@ -37,16 +74,18 @@ func (p *Parser) KnownTaken() int { return p.known }
 func (p *Parser) takeKnown() int {
 	k := p.Known
 	c := &p.c
-	if k.Request == nil || !k.Request.Bound || k.Request.NotMessages != "" || k.Request.Converse != p.converse ||
-		k.Messages < 1 || k.Messages > len(k.Request.Messages) || (p.MaxMessages > 0 && k.Messages > p.MaxMessages) {
+	at, atLen := k.placed, k.placedLen
+	k.placed, k.placedLen = nil, 0 // one parse uses a placement: the memory may hold other bytes later
+	from, to, ok := k.prefix()
+	if !ok || !k.Request.Bound || k.Request.NotMessages != "" || k.Request.Converse != p.converse ||
+		(p.MaxMessages > 0 && k.Messages > p.MaxMessages) || c.pos+(to-from) > len(c.in) {
 		return 0
 	}
-	ms := k.Request.Messages[:k.Messages]
-	from, to := ms[0].Span.Start, ms[len(ms)-1].Span.End
-	if from < 0 || to > len(k.Body) || from > to || c.pos+(to-from) > len(c.in) ||
+	if placed := at != nil && atLen == to-from && &c.in[c.pos] == at; !placed &&
 		!bytes.Equal(c.in[c.pos:c.pos+(to-from)], k.Body[from:to]) {
 		return 0
 	}
+	ms := k.Request.Messages[:k.Messages]
 	delta := c.pos - from
 	nb := 0
 	for i := range ms {

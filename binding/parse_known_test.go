@@ -29,6 +29,24 @@ func spliceKnown(from []byte, r *Request, n int, into []byte) []byte {
 	return append(out, into[at:]...)
 }
 
+// placeKnown is spliceKnown through KnownPrefix.Place, as the daemon's
+// rebuild does: the body and the KnownPrefix that placed its prefix (nil
+// when into has no messages array).
+func placeKnown(from []byte, r *Request, n int, into []byte) ([]byte, *KnownPrefix) {
+	at := bytes.Index(into, []byte(`"messages":[`))
+	if r == nil || n < 1 || n > len(r.Messages) || at < 0 {
+		return nil, nil
+	}
+	at += len(`"messages":[`)
+	k := &KnownPrefix{Body: from, Request: r, Messages: n}
+	out := append(make([]byte, 0, len(from)+len(into)+1), into[:at]...)
+	out = k.Place(out)
+	if rest := bytes.TrimLeft(into[at:], " \t\r\n"); len(rest) > 0 && rest[0] != ']' {
+		out = append(out, ',')
+	}
+	return append(out, into[at:]...), k
+}
+
 // parseKnownAgrees fails t unless body parses with Known exactly as
 // without (Request and error alike), with and without a memo, and reports
 // how many messages the known parse took from Known.
@@ -191,6 +209,11 @@ func FuzzParseKnown(f *testing.F) {
 		if whole := spliceKnown(base, r, int(n), next); whole != nil {
 			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, nil)
 			parseKnownAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, memo)
+			placed, k := placeKnown(base, r, int(n), next)
+			if !bytes.Equal(placed, whole) {
+				t.Fatalf("Place built %q, want %q", placed, whole)
+			}
+			parseKnownAgrees(t, placed, k, nil)
 			// built in the memory of another parse of base's bytes
 			var sp Parser
 			if _, err := sp.Parse(base); err == nil {
@@ -239,4 +262,71 @@ func BenchmarkParseKnown(b *testing.B) {
 	b.ReportMetric(float64(parseDur)/float64(copyDur), "ratio")
 	b.ReportMetric(float64(parseDur.Microseconds())/float64(b.N), "parse-µs/op")
 	b.ReportMetric(float64(copyDur.Microseconds())/float64(b.N), "copy-µs/op")
+}
+
+// TestParseKnownPlaced: a body built with Place takes the known prefix
+// where Place copied it, without comparing it again; anywhere else, or in
+// a second parse, the prefix is compared as any claim is.
+func TestParseKnownPlaced(t *testing.T) {
+	base, next := genRequestPrefix(11, 6, 9), genRequestPrefix(11, 9, 9)
+	r, err := ParseRequest(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr, err := ParseRequest(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	tail := dropMessages(next, nr, n)
+	body, k := placeKnown(base, r, n, tail)
+	if !bytes.Equal(body, spliceKnown(base, r, n, tail)) {
+		t.Fatal("Place built another body than the splice")
+	}
+	if got := parseKnownAgrees(t, body, k, nil); got != n {
+		t.Fatalf("placed body: took %d messages, want %d", got, n)
+	}
+
+	// The same bytes elsewhere, one of the prefix's changed: compared, so
+	// not taken, and the parse is a parse without Known.
+	body, k = placeKnown(base, r, n, tail)
+	at := bytes.Index(body, []byte(`"messages":[`)) + len(`"messages":[`)
+	moved := append([]byte(nil), body...)
+	i := at + bytes.IndexByte(moved[at:], 'a') // inside the first message
+	moved[i] = 'b'
+	if got := parseKnownAgrees(t, moved, k, nil); got != 0 {
+		t.Fatalf("a changed copy of the placed body: took %d messages, want 0", got)
+	}
+
+	// A placement serves one parse: the memory changed after it is
+	// compared by the next.
+	body, k = placeKnown(base, r, n, tail)
+	if got := parseKnownAgrees(t, body, k, nil); got != n {
+		t.Fatalf("placed body: took %d messages, want %d", got, n)
+	}
+	body[i] = 'b'
+	if got := parseKnownAgrees(t, body, k, nil); got != 0 {
+		t.Fatalf("second parse of changed placed memory: took %d messages, want 0", got)
+	}
+
+	// Where Place copied them, the bytes are not compared: Place's
+	// contract is that the caller leaves them as copied (the daemon's
+	// rebuild appends only after them). Written over anyway, the prefix
+	// is still taken: this pins that the compare is skipped.
+	body, k = placeKnown(base, r, n, tail)
+	body[i] = 'b'
+	var p Parser
+	p.Known = k
+	if _, err := p.Parse(body); err != nil {
+		t.Fatal(err)
+	}
+	if p.KnownTaken() != n {
+		t.Fatalf("placed prefix compared again: took %d messages, want %d", p.KnownTaken(), n)
+	}
+
+	// A KnownPrefix that offers nothing places nothing.
+	empty := &KnownPrefix{Body: base, Request: r, Messages: 0}
+	if out := empty.Place([]byte("x")); string(out) != "x" {
+		t.Fatalf("Place of no messages appended %q", out[1:])
+	}
 }

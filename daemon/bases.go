@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -259,15 +260,17 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 	if n > maxBody {
 		return nil, nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
 	}
+	known := &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}
 	out, spare := s.spareFor(n)
 	out = append(out, tail[:start+1]...)
-	out = append(out, prefix...)
+	if out = known.Place(out); len(out) != start+1+len(prefix) {
+		return nil, nil, fmt.Errorf("compile by reference: base %q: its first %d messages could not be placed", ref.CompileID, ref.Messages)
+	}
 	if !empty {
 		out = append(out, ',')
 	}
 	out = append(out, tail[start+1:]...)
-	return out, &shared{messages: ref.Messages, hash: state, spare: spare, from: b,
-		known: &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}}, nil
+	return out, &shared{messages: ref.Messages, hash: state, spare: spare, from: b, known: known}, nil
 }
 
 // messagesArray is where the top-level "messages" array of a valid JSON
