@@ -406,16 +406,16 @@ func acceptedAs(rec *binding.CompileRecord, accepted bool, lastRead []byte) erro
 // Stamps reads the stamps of the given keys (missing keys are absent).
 func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]StampRow, error) {
 	out := make(map[binding.Digest]StampRow, len(keys))
-	const batch = 200
-	for i := 0; i < len(keys); i += batch {
-		part := keys[i:min(i+batch, len(keys))]
-		args := make([]any, len(part))
-		for j := range part {
-			args[j] = part[j][:]
+	for i := 0; i < len(keys); {
+		q, n := stampsQuery(len(keys) - i)
+		part := keys[i:min(i+n, len(keys))]
+		i += len(part)
+		args := make([]any, n)
+		for j := range args {
+			// a short part repeats its last key: IN ignores repeats
+			args[j] = part[min(j, len(part)-1)][:]
 		}
-		q := `SELECT key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms FROM stamps WHERE key IN (?` +
-			strings.Repeat(",?", len(part)-1) + `)`
-		rows, err := d.readers.QueryContext(ctx, q, args...)
+		rows, err := d.readQuery(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read stamps: %w", err)
 		}
@@ -441,6 +441,32 @@ func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Dig
 		}
 	}
 	return out, nil
+}
+
+// stampsSizes are the IN lists Stamps reads by: a compile reads its few
+// new blocks' stamps every turn, and a query whose text varied with their
+// count was prepared again each time (as long as running it). Each size
+// is one kept statement (readStmts); a shorter list is padded.
+var stampsSizes = [...]int{1, 4, 16, 64, 200}
+
+var stampsQueries = func() (qs [len(stampsSizes)]string) {
+	for i, n := range stampsSizes {
+		qs[i] = `SELECT key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms FROM stamps WHERE key IN (?` +
+			strings.Repeat(",?", n-1) + `)`
+	}
+	return qs
+}()
+
+// stampsQuery is the query for the next part of a list of n keys still to
+// read, and how many parameters it takes: the smallest size that holds
+// them, else the largest.
+func stampsQuery(n int) (string, int) {
+	for i, size := range stampsSizes {
+		if n <= size || i == len(stampsSizes)-1 {
+			return stampsQueries[i], size
+		}
+	}
+	panic("unreachable")
 }
 
 // StampCounts returns how many stamps each branch of a conversation

@@ -237,3 +237,63 @@ func hasEvent(evs []Event, typ, fields string) bool {
 	}
 	return false
 }
+
+// TestStampsEveryListLength: Stamps answers exactly the stored stamps of
+// the keys asked, whatever their number (each IN-list size, the padding of
+// a short part, repeats and absent keys), and reads by the kept statements
+// of its few sizes, not by a query prepared per call.
+func TestStampsEveryListLength(t *testing.T) {
+	d := mustOpen(t)
+	ctx := t.Context()
+	const stored = 500
+	var rows []StampRow
+	for i := range stored {
+		k := fmt.Sprint("key", i)
+		rows = append(rows, StampRow{Stamp: binding.Stamp{Key: bdigest(k), Seed: bdigest("seed"), Chain: bdigest(k + "chain"), Model: "m"},
+			Source: "accept", Conversation: "conv", Branch: "b", CreatedMs: int64(i)})
+	}
+	if err := d.Write(ctx, func(ctx context.Context, tx *Tx) error {
+		_, err := tx.InsertStamps(ctx, rows)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 199, 200, 201, 264, 401, 700} {
+		var keys []binding.Digest
+		want := map[binding.Digest]int64{}
+		for i := range n {
+			// every third key absent, every fifth asked twice
+			k := bdigest(fmt.Sprint("key", (i*7)%stored))
+			if i%3 == 2 {
+				k = bdigest(fmt.Sprint("absent", i))
+			} else {
+				want[k] = int64((i * 7) % stored)
+			}
+			keys = append(keys, k)
+			if i%5 == 4 {
+				keys = append(keys, k)
+			}
+		}
+		got, err := d.Stamps(ctx, keys)
+		if err != nil {
+			t.Fatalf("%d keys: %v", n, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d keys: %d stamps, want %d", n, len(got), len(want))
+		}
+		for k, ms := range want {
+			s, ok := got[k]
+			if !ok || s.CreatedMs != ms || s.Key != k || s.Chain != bdigest(fmt.Sprint("key", ms, "chain")) {
+				t.Fatalf("%d keys: stamp of key %d: %+v (found %v)", n, ms, s, ok)
+			}
+		}
+	}
+	if len(d.reads.m) != len(stampsQueries) {
+		t.Fatalf("%d statements kept, want %d: one per IN-list size", len(d.reads.m), len(stampsQueries))
+	}
+	for _, q := range stampsQueries {
+		if d.reads.m[q] == nil {
+			t.Fatalf("no kept statement for %.100s...", q)
+		}
+	}
+}
