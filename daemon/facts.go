@@ -112,9 +112,10 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	c.absent.settle(b.db)
 	var need []binding.Digest
 	for _, k := range keys {
-		if _, ok := c.stamps[k]; !ok {
+		if _, ok := c.stamps[k]; !ok && !c.absent.has(k) {
 			need = append(need, k)
 		}
 	}
@@ -124,6 +125,11 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 	rows, err := b.db.Stamps(ctx, need)
 	if err != nil {
 		return nil, fmt.Errorf("stamps: %w", err)
+	}
+	for _, k := range need {
+		if _, ok := rows[k]; !ok {
+			c.absent.add(k)
+		}
 	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
 		// started again: the request's own cached stamps come along

@@ -24,6 +24,10 @@ type conv struct {
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).
 	stamps map[binding.Digest]binding.Stamp
+	// absent are the keys its compiles found without a stamp: a long
+	// session from before bindery holds hundreds, read again every turn
+	// without it (stamps_absent.go).
+	absent absentStamps
 	// tip is the record arrays this conversation's next compile record may
 	// extend in place (binding.ShareTail): its records share their history
 	// instead of each holding it whole.

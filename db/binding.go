@@ -202,6 +202,7 @@ func (t *Tx) InsertStamps(ctx context.Context, stamps []StampRow) ([]StampRow, e
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			added = append(added, s)
+			t.stamped = append(t.stamped, s.Key)
 		}
 	}
 	return added, nil

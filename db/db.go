@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/my-pi/bindery/binding"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -56,6 +57,8 @@ type DB struct {
 	probeEveryBlock bool
 	// aggregator keeps report aggregates current at ingest (aggregate.go).
 	aggregator atomic.Pointer[ReportAggregator]
+	// added logs the stamps commits recorded (stamps_added.go).
+	added stampsAdded
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -174,7 +177,12 @@ func (d *DB) Close() error {
 
 // Tx is a write transaction. Every durable change bindery makes is a
 // method of it, so no package above db handles SQL.
-type Tx struct{ tx *sql.Tx }
+type Tx struct {
+	tx *sql.Tx
+	// stamped are the keys InsertStamps recorded: logged once the
+	// transaction ends (stamps_added.go).
+	stamped []binding.Digest
+}
 
 // Write runs fn in one IMMEDIATE transaction on the writer connection and
 // commits it (synchronous=FULL: on disk when Write returns nil). It is the
@@ -206,7 +214,15 @@ const (
 
 // WriteAs is Write with the commit's durability chosen.
 func (d *DB) WriteAs(ctx context.Context, dur Durability, fn func(ctx context.Context, tx *Tx) error) error {
-	return d.writeAs(ctx, dur, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, &Tx{tx}) })
+	t := &Tx{}
+	err := d.writeAs(ctx, dur, func(ctx context.Context, tx *sql.Tx) error { t.tx = tx; return fn(ctx, t) })
+	if len(t.stamped) > 0 {
+		// Logged whatever the outcome: a commit whose error hides that it
+		// landed must not leave a key cached as absent. (A rolled-back
+		// key logged costs its reader one more read.)
+		d.added.logged(t.stamped)
+	}
+	return err
 }
 
 func (d *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
