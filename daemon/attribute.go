@@ -195,8 +195,8 @@ func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*bin
 		}
 	}
 	var out []*binding.CompileRecord
-	for _, e := range c.compiles {
-		if e.rec != nil && heads[e.branch] {
+	for e := range c.recorded {
+		if heads[e.branch] {
 			out = append(out, e.rec)
 		}
 	}

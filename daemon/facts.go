@@ -85,8 +85,8 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	if f.released, err = b.released(ctx, c, f, call, keys); err != nil {
 		return nil, err
 	}
-	for _, e := range c.compiles {
-		if e.rec == nil || !f.path.onBranch(call.Branch, e.branch) {
+	for e := range c.recorded {
+		if !f.path.onBranch(call.Branch, e.branch) {
 			continue
 		}
 		f.remembered = append(f.remembered, e.rec)

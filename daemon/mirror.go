@@ -34,6 +34,10 @@ type conv struct {
 	tip binding.ShareTip
 	// tally counts compiles as retention does (retention_tally.go).
 	tally retentionTally
+	// recorded are the compiles holding a record, by entry, with their
+	// ids: a few per branch, where compiles keeps up to 10,000 accepted
+	// ids (binding.Retention), which a turn walked to find them.
+	recorded map[*compileEntry]string
 }
 
 // stampsCached bounds a conversation's stamp cache; past it the cache
@@ -78,8 +82,8 @@ func (c *conv) sweepChunks(ctx context.Context, tx *db.Tx, plan binding.Retentio
 		return nil
 	}
 	live := [][]db.ChunkHash{next}
-	for id, e := range c.compiles {
-		if e.rec != nil && !gone[id] {
+	for e, id := range c.recorded {
+		if !gone[id] {
 			live = append(live, e.chunks)
 		}
 	}

@@ -18,10 +18,7 @@ const unknownSignature = "no thinking block with this signature is known in this
 // to release, and recording it would let any caller grow the state folder
 // with made-up signatures.
 func (b *Binder) blockKnown(ctx context.Context, c *conv, key binding.Digest) (bool, error) {
-	for _, e := range c.compiles {
-		if e.rec == nil {
-			continue
-		}
+	for e := range c.recorded {
 		for _, k := range e.rec.Kept {
 			if k.Key == key {
 				return true, nil

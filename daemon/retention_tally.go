@@ -10,7 +10,8 @@ import (
 // does not count every compile the conversation remembers (up to
 // Retention.Tombstones, 10,000 by default) to learn that no bound is
 // exceeded. Every change to c.compiles goes through the conv methods
-// below, which keep it; TestRetentionTally checks it against a count.
+// below, which keep it, and c.recorded; TestRetentionTally checks both
+// against a count.
 // binding.RetentionCounts.Add decides what each compile counts as.
 type retentionTally struct {
 	all      binding.RetentionCounts             // the conversation's (its Branch counts unused)
@@ -65,9 +66,10 @@ func (c *conv) retentionCounts(nextID string, next compileEntry, owner string) b
 
 // setCompiles replaces the mirror's compiles (a load).
 func (c *conv) setCompiles(m map[string]*compileEntry) {
-	c.compiles, c.tally = m, retentionTally{}
-	for _, e := range m {
+	c.compiles, c.tally, c.recorded = m, retentionTally{}, nil
+	for id, e := range m {
 		c.tally.add(e, 1)
+		c.track(id, e)
 	}
 }
 
@@ -75,24 +77,36 @@ func (c *conv) setCompiles(m map[string]*compileEntry) {
 func (c *conv) addCompile(id string, e *compileEntry) {
 	if old := c.compiles[id]; old != nil {
 		c.tally.add(old, -1)
+		delete(c.recorded, old)
 	}
 	c.compiles[id] = e
 	c.tally.add(e, 1)
+	c.track(id, e)
 }
 
 // markAccepted mirrors an accept just committed: e accepted, holding rec.
 func (c *conv) markAccepted(e *compileEntry, stamped, released int, rec *binding.CompileRecord) {
 	c.tally.add(e, -1)
+	id := c.recorded[e]
 	e.accepted, e.stamped, e.released, e.rec = true, stamped, released, rec
 	c.tally.add(e, 1)
+	if rec != nil {
+		id = rec.ID
+	}
+	c.track(id, e)
 }
 
 // setRecord mirrors a record stored again (a refusal marked), or dropped
 // (nil).
 func (c *conv) setRecord(e *compileEntry, rec *binding.CompileRecord, chunks []db.ChunkHash) {
 	c.tally.add(e, -1)
+	id := c.recorded[e]
 	e.rec, e.chunks = rec, chunks
 	c.tally.add(e, 1)
+	if rec != nil {
+		id = rec.ID
+	}
+	c.track(id, e)
 }
 
 // forgetCompile mirrors a compile forgotten.
@@ -100,5 +114,18 @@ func (c *conv) forgetCompile(id string) {
 	if e := c.compiles[id]; e != nil {
 		c.tally.add(e, -1)
 		delete(c.compiles, id)
+		delete(c.recorded, e)
+	}
+}
+
+// track keeps c.recorded: e (compile id) is in it while it holds a record.
+func (c *conv) track(id string, e *compileEntry) {
+	switch {
+	case e.rec == nil:
+		delete(c.recorded, e)
+	case c.recorded == nil:
+		c.recorded = map[*compileEntry]string{e: id}
+	default:
+		c.recorded[e] = id
 	}
 }

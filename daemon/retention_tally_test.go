@@ -13,9 +13,10 @@ import (
 
 // TestRetentionTally: through compiles and accepts on several branches,
 // past every retention bound (small ones here), the conversation's tally
-// is always a count of its compiles, and the counts retention decides on
-// are binding.CountRetention's for a compile being added and for one
-// being accepted alike.
+// is always a count of its compiles, c.recorded is always the ones
+// holding a record, and the counts retention decides on are
+// binding.CountRetention's for a compile being added and for one being
+// accepted alike.
 func TestRetentionTally(t *testing.T) {
 	e := newBindingEnv(t, nil)
 	b := NewBinder(e.j, BinderConfig{Compiles: binding.Retention{PerBranch: 32, PerConversation: 40, AcceptedRecords: 36, Tombstones: 60}})
@@ -43,6 +44,20 @@ func TestRetentionTally(t *testing.T) {
 			if g := c.tally.branches[br]; g == nil || *g != *w {
 				t.Fatalf("step %d: branch %q tally %+v, count %+v", step, br, g, w)
 			}
+		}
+		// c.recorded is exactly the compiles holding a record
+		records := 0
+		for id, e := range c.compiles {
+			if e.rec == nil {
+				continue
+			}
+			records++
+			if got, ok := c.recorded[e]; !ok || got != id {
+				t.Fatalf("step %d: compile %s holds a record, recorded as %q (%v)", step, id, got, ok)
+			}
+		}
+		if len(c.recorded) != records {
+			t.Fatalf("step %d: %d compiles recorded, %d hold a record", step, len(c.recorded), records)
 		}
 		all := func(yield func(binding.RememberedCompile) bool) {
 			for id, e := range c.compiles {
