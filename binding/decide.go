@@ -140,8 +140,11 @@ type Compiled struct {
 	Persist CompilePersist
 }
 
-// StampKeys lists the keys of the request's signed thinking blocks, in order
-// and without repeats: the stamps the daemon must load for a compile.
+// StampKeys lists the keys of the request's signed thinking blocks, in
+// request order: the stamps the daemon must load for a compile. A key the
+// request repeats is listed again (every use is by set or map): making
+// the list unique took a set of every key, a fifth of a long
+// conversation's gathering, for a repeat no real request holds.
 func StampKeys(r *Request) []Digest {
 	if r == nil {
 		return nil
@@ -157,15 +160,10 @@ func StampKeys(r *Request) []Digest {
 	if n == 0 {
 		return nil
 	}
-	// sized once: grown from empty, the set was rehashed a dozen times in
-	// a long conversation, a third of a compile's gathering
 	keys := make([]Digest, 0, n)
-	seen := make(map[Digest]bool, n)
 	for i := range r.Messages {
 		for j := range r.Messages[i].Blocks {
-			b := &r.Messages[i].Blocks[j]
-			if isThinking(b.Kind) && b.Signed && !seen[b.Key] {
-				seen[b.Key] = true
+			if b := &r.Messages[i].Blocks[j]; isThinking(b.Kind) && b.Signed {
 				keys = append(keys, b.Key)
 			}
 		}

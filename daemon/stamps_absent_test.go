@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/my-pi/bindery/api"
@@ -85,6 +86,56 @@ func TestAbsentStampsStayExact(t *testing.T) {
 		}
 		if got.ThinkingKept < step[1] {
 			t.Fatalf("after stamping keys %v: kept %d: the stamps recorded were not seen", step, got.ThinkingKept)
+		}
+	}
+}
+
+// TestRepeatedSignedBlock: a request that repeats a signed block (a host
+// replaying one) is decided whole: binding.StampKeys lists the key twice,
+// and every reader of the list (stamps, absent keys, releases) takes it as
+// a set. The plan is the one of a daemon that stamped the same blocks.
+func TestRepeatedSignedBlock(t *testing.T) {
+	body := request("r", 3, 20)
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	msgs := v["messages"].([]any)
+	// the first reply's thinking block again, in a last assistant turn
+	first := msgs[1].(map[string]any)["content"].([]any)[0]
+	msgs = append(msgs, map[string]any{"role": "assistant", "content": []any{first, map[string]any{"type": "text", "text": "again"}}},
+		map[string]any{"role": "user", "content": "and?"})
+	v["messages"] = msgs
+	repeated, _ := json.Marshal(v)
+	req, err := binding.ParseRequest(repeated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := binding.StampKeys(req)
+	if len(keys) != 4 || keys[3] != keys[0] {
+		t.Fatalf("StampKeys: %d keys, the repeat last: %v", len(keys), len(keys) == 4 && keys[3] == keys[0])
+	}
+	for _, stamped := range []bool{false, true} {
+		e := newBindingEnv(t, nil)
+		if stamped {
+			stampAll(t, e, "r", repeated)
+		}
+		var plans []*api.CompileAnswer
+		for range 2 {
+			ans, err := e.b.Compile(t.Context(), &api.CompileCall{Conversation: "r", Request: repeated, Return: api.ReturnPlan})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ans.ThinkingKept+ans.ThinkingStripped != len(keys) {
+				t.Fatalf("stamped %v: kept %d + stripped %d, want %d blocks decided", stamped, ans.ThinkingKept, ans.ThinkingStripped, len(keys))
+			}
+			plans = append(plans, ans)
+		}
+		if plans[0].ThinkingKept != plans[1].ThinkingKept || len(plans[0].Strips) != len(plans[1].Strips) {
+			t.Fatalf("stamped %v: the second compile decided otherwise: %+v, then %+v", stamped, plans[0].Strips, plans[1].Strips)
+		}
+		if stamped && plans[0].ThinkingKept < 3 {
+			t.Fatalf("stamped: kept %d of the 3 distinct blocks' uses, strips %+v", plans[0].ThinkingKept, plans[0].Strips)
 		}
 	}
 }
