@@ -1,5 +1,7 @@
 package binding
 
+import "slices"
+
 // The decision, per compile (design/binding.md "The decision, per compile"):
 // individual verdicts, the kept set (run rule, latest assistant message,
 // choice), emptied messages dropped, attribution by prefix before deciding,
@@ -71,6 +73,10 @@ type CompileInput struct {
 	Owner       *CompileRecord
 	Models      *ModelTable // nil: DefaultModelTable()
 	Compactions map[Digest]Compaction
+
+	// Memory, when set, is scratch the decision may reuse (DecideMemory);
+	// the decision is the same with or without it.
+	Memory *DecideMemory
 }
 
 // Strip is one thinking block the compile removes, at its position in the
@@ -275,10 +281,16 @@ func Compile(in CompileInput) (*Compiled, error) {
 		out.Cache = CacheChange{Cause: CauseNone}
 		return out, nil
 	}
-	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]Stamp{}}
+	mem := in.Memory
+	if mem == nil {
+		mem = &DecideMemory{}
+	}
+	mem.keepMaps() // emptied before use: a decision that panicked left them as they were
+	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]Stamp{}, mem: mem, msgStart: mem.msgStart}
 	d.collect()
 	d.decide()
 	d.finish(out)
+	mem.tb, mem.dropped, mem.msgStart = d.tb[:0], d.dropped, d.msgStart
 	return out, nil
 }
 
@@ -288,6 +300,7 @@ type decider struct {
 	models *ModelTable
 	binds  bool
 
+	mem        *DecideMemory
 	tb         []tblock
 	latest     int // index of the latest assistant message, -1 if none
 	dropped    []bool
@@ -327,8 +340,11 @@ func (d *decider) collect() {
 			}
 		}
 	}
-	d.tb = make([]tblock, 0, n)
-	seen := make(map[Digest]bool, n)
+	d.tb = slices.Grow(d.mem.tb[:0], n)
+	if d.mem.seen == nil {
+		d.mem.seen = make(map[Digest]bool, n)
+	}
+	seen := d.mem.seen
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
 		if m.Role == "assistant" {
@@ -348,7 +364,8 @@ func (d *decider) collect() {
 			d.tb = append(d.tb, t)
 		}
 	}
-	d.dropped = make([]bool, len(d.req.Messages))
+	d.dropped = slices.Grow(d.mem.dropped[:0], len(d.req.Messages))[:len(d.req.Messages)]
+	clear(d.dropped)
 }
 
 // stamp is the stamp of thinking block t: the input's, else the one
@@ -684,9 +701,16 @@ func (d *decider) verdicts() {
 // it).
 func (d *decider) choose() {
 	n := len(d.tb)
-	parent := make([]int, n)
-	depth := make([]int, n)
-	idx := make(map[Digest]int, n)
+	parent := ints(d.mem.parent, n)
+	depth := ints(d.mem.depth, n)
+	d.mem.parent, d.mem.depth = parent, depth
+	if d.mem.idx == nil {
+		d.mem.idx = make(map[Digest]int, n)
+	}
+	idx := d.mem.idx
+	if len(idx) > 0 {
+		clear(idx) // choose runs once per round of the fixed point
+	}
 	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
 	for i := 0; i < n; i++ {
 		parent[i] = -1
@@ -766,7 +790,8 @@ func (d *decider) choose() {
 // drop marks the messages the strip empties; it reports whether the set
 // changed.
 func (d *decider) drop() bool {
-	stripped := make([]int, len(d.req.Messages))
+	stripped := ints(d.mem.stripped, len(d.req.Messages))
+	d.mem.stripped = stripped
 	for i := range d.tb {
 		if !d.tb[i].kept {
 			stripped[d.tb[i].msg]++

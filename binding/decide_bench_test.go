@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // stampsFor stamps every signed thinking block of r as valid where it stands
@@ -194,4 +195,38 @@ func BenchmarkCompileAfterCompaction(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecideMemory: the decision alone on a long conversation's
+// request (2,500 messages, every block stamped), in one DecideMemory
+// reused turn after turn as the daemon does, against a fresh decision
+// each time (the simplest baseline), alternated in every iteration:
+// ratio is reused ÷ fresh.
+func BenchmarkDecideMemory(b *testing.B) {
+	r, err := ParseRequest(genRequest(42, 2500))
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := stampsFor(r)
+	owner, _ := Compile(CompileInput{ID: "o", Request: r, Engaged: true, Stamps: all})
+	in := CompileInput{ID: "c", Request: r, Engaged: true, Stamps: all, Owner: owner.Record}
+	var mem DecideMemory
+	var fresh, reused time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		in.Memory = nil
+		if _, err := Compile(in); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		in.Memory = &mem
+		if _, err := Compile(in); err != nil {
+			b.Fatal(err)
+		}
+		fresh += t1.Sub(t0)
+		reused += time.Since(t1)
+	}
+	b.ReportMetric(float64(reused)/float64(fresh), "ratio")
+	b.ReportMetric(float64(reused.Microseconds())/float64(b.N), "reused-µs/op")
+	b.ReportMetric(float64(fresh.Microseconds())/float64(b.N), "fresh-µs/op")
 }

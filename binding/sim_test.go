@@ -20,6 +20,7 @@ package binding_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 
 	"fmt"
@@ -225,6 +226,7 @@ type pendingAccept struct {
 
 type simConv struct {
 	t        testing.TB
+	mem      binding.DecideMemory // reused by every compile, as the daemon's per conversation
 	c        chooser
 	st       *simStats
 	j        *judgetest.Judge
@@ -665,10 +667,16 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 	}
 	s.seq++
 	id := fmt.Sprintf("%s-c%d", s.id, s.seq)
-	out, err := binding.Compile(binding.CompileInput{ID: id, Conversation: s.id, Branch: b.name, Seq: s.seq, Request: req,
-		Engaged: s.engaged, Stamps: stamps, Released: released, Remembered: b.remembered, Owner: b.owner, Compactions: comps})
+	in := binding.CompileInput{ID: id, Conversation: s.id, Branch: b.name, Seq: s.seq, Request: req,
+		Engaged: s.engaged, Stamps: stamps, Released: released, Remembered: b.remembered, Owner: b.owner, Compactions: comps}
+	out, err := binding.Compile(in)
 	if err != nil {
 		s.t.Fatalf("Compile: %v", err)
+	}
+	// The same decision in the memory every earlier compile used.
+	in.Memory = &s.mem
+	if again, err := binding.Compile(in); err != nil || !reflect.DeepEqual(again, out) {
+		s.t.Fatalf("Compile %s in reused DecideMemory differs from a fresh one (err %v)", id, err)
 	}
 	for _, st := range out.Persist.Stamps {
 		if simTrace != nil {

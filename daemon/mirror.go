@@ -32,6 +32,9 @@ type conv struct {
 	// extend in place (binding.ShareTail): its records share their history
 	// instead of each holding it whole.
 	tip binding.ShareTip
+	// decide is its compiles' decision scratch (binding.DecideMemory):
+	// they run one at a time, under the conversation's lock.
+	decide binding.DecideMemory
 	// tally counts compiles as retention does (retention_tally.go).
 	tally retentionTally
 	// recorded are the compiles holding a record, by entry, with their

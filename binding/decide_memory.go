@@ -1,0 +1,50 @@
+package binding
+
+// DecideMemory is a decision's scratch arrays, kept by the caller between
+// compiles (the daemon keeps one per conversation): a long conversation's
+// decision sized a block table, a key set and an index map by its
+// thousands of blocks every turn, and the runtime zeroed and collected
+// them each time. A Compile given a DecideMemory builds its scratch in it;
+// nothing it returns refers to it, so the next Compile may reuse it. One
+// Compile at a time uses a DecideMemory; the zero value is ready.
+type DecideMemory struct {
+	tb       []tblock
+	seen     map[Digest]bool
+	parent   []int
+	depth    []int
+	idx      map[Digest]int
+	dropped  []bool
+	stripped []int
+	msgStart []Digest
+}
+
+// decideMemoryKeys bounds the maps a DecideMemory keeps: past it a map is
+// dropped after use (a clear costs its size, which one outsized request
+// must not leave every later turn paying).
+const decideMemoryKeys = 1 << 16
+
+// keepMaps empties m's maps for a decision, or drops them.
+func (m *DecideMemory) keepMaps() {
+	if len(m.seen) > decideMemoryKeys {
+		m.seen = nil
+	}
+	if len(m.idx) > decideMemoryKeys {
+		m.idx = nil
+	}
+	if len(m.seen) > 0 {
+		clear(m.seen)
+	}
+	if len(m.idx) > 0 {
+		clear(m.idx)
+	}
+}
+
+// ints is s resized to n, zeroed.
+func ints(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
