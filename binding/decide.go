@@ -315,10 +315,38 @@ type decider struct {
 	// compile's decision.
 	reads  map[string]bool
 	binds1 map[string]bool // minterBinds
+	// the last minter asked, answered without a map (every block of a
+	// long conversation asks both, and all but a few name one minter)
+	lastMinter                      string
+	lastKnown, lastReads, lastBinds bool
+}
+
+// minterLast answers targetReads and minterBinds for minter when it is
+// the last one asked.
+func (d *decider) minterLast(minter string) (reads, binds, ok bool) {
+	if d.lastKnown && d.lastMinter == minter {
+		return d.lastReads, d.lastBinds, true
+	}
+	return false, false, false
+}
+
+// remember makes minter the last one asked.
+func (d *decider) remember(minter string) {
+	d.lastMinter, d.lastKnown = minter, true
+	d.lastReads, d.lastBinds = d.targetReadsMap(minter), d.minterBindsMap(minter)
 }
 
 // targetReads is d.models.Reads(d.req.Model, minter), once per minter.
 func (d *decider) targetReads(minter string) bool {
+	r, _, ok := d.minterLast(minter)
+	if !ok {
+		d.remember(minter)
+		r = d.lastReads
+	}
+	return r
+}
+
+func (d *decider) targetReadsMap(minter string) bool {
 	r, ok := d.reads[minter]
 	if !ok {
 		if d.reads == nil {
@@ -380,6 +408,15 @@ func (d *decider) stamp(t *tblock) (Stamp, bool) {
 
 // minterBinds is d.models.Binds(minter), once per minter (see reads).
 func (d *decider) minterBinds(minter string) bool {
+	_, b, ok := d.minterLast(minter)
+	if !ok {
+		d.remember(minter)
+		b = d.lastBinds
+	}
+	return b
+}
+
+func (d *decider) minterBindsMap(minter string) bool {
 	r, ok := d.binds1[minter]
 	if !ok {
 		if d.binds1 == nil {
