@@ -41,7 +41,7 @@ type AcceptInput struct {
 	Engaged         bool
 	Reply           []byte // the reply in the provider's wire shape (optional)
 	Transformations []InputTransformation
-	Stamps          map[Digest]Stamp
+	Stamps          map[Digest]*Stamp
 	Models          *ModelTable // nil: DefaultModelTable(); decides which compaction requests bindery vouches for
 }
 

@@ -155,7 +155,7 @@ func TestAttributeReplyFromSession(t *testing.T) {
 	s.mint(sent, r)
 	m, _ := ParseReply([]byte(r))
 	st, skip := AttributeReply([]*CompileRecord{s.recs[c.ID]}, m)
-	if skip != nil || len(st) != 1 || st[0] != s.truth[key("S3")] {
+	if skip != nil || len(st) != 1 || st[0] != *s.truth[key("S3")] {
 		t.Fatalf("attribute %+v %+v", st, skip)
 	}
 	hb, _ := s.compile(body(opus55, "sys + heartbeat", h))

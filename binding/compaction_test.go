@@ -14,7 +14,7 @@ type compactionConv struct {
 	model       string
 	seq         int64
 	engaged     bool
-	stamps      map[Digest]Stamp
+	stamps      map[Digest]*Stamp
 	released    map[Digest]bool
 	remembered  []*CompileRecord
 	owner       *CompileRecord
@@ -22,7 +22,7 @@ type compactionConv struct {
 }
 
 func newCompactionConv(t *testing.T) *compactionConv {
-	return &compactionConv{t: t, system: "You help.", model: "claude-fable-5-1", stamps: map[Digest]Stamp{},
+	return &compactionConv{t: t, system: "You help.", model: "claude-fable-5-1", stamps: map[Digest]*Stamp{},
 		released: map[Digest]bool{}, compactions: map[Digest]Compaction{}}
 }
 
@@ -77,7 +77,7 @@ func (c *compactionConv) accept(out *Compiled, reply any) *AcceptOutcome {
 	}
 	for _, s := range acc.Stamps {
 		if _, ok := c.stamps[s.Key]; !ok {
-			c.stamps[s.Key] = s
+			c.stamps[s.Key] = &s
 		}
 	}
 	for _, r := range acc.Releases {

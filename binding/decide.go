@@ -66,8 +66,11 @@ type CompileInput struct {
 
 	// Stamps holds the recorded stamp of each of the request's thinking
 	// blocks that has one; it is only looked up by key, so it may hold
-	// others (the daemon passes its conversation's cache whole).
-	Stamps      map[Digest]Stamp
+	// others (the daemon passes its conversation's cache whole). By
+	// pointer: a long conversation's map is looked up for every block,
+	// and its values, stamps inline, made each probe touch five times the
+	// memory. The decision never writes through them.
+	Stamps      map[Digest]*Stamp
 	Released    map[Digest]bool
 	Remembered  []*CompileRecord
 	Owner       *CompileRecord
@@ -239,11 +242,11 @@ type tblock struct {
 	tokens   int
 	hostPrev Digest // assumed predecessor without a stamp (see verdicts)
 
-	// in is the block's stamp among the input's (looked up once, in
-	// collect: a long conversation's stamps are a large map, and each
-	// round of the decision asked it again for every block)
-	in    Stamp
-	hasIn bool
+	// in is the block's stamp among the input's, nil when it has none
+	// (looked up once, in collect: a long conversation's stamps are a
+	// large map, and each round of the decision asked it again for every
+	// block)
+	in *Stamp
 
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
 	kept0      Digest // chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
@@ -388,7 +391,7 @@ func (d *decider) collect() {
 				t.dup = seen[b.Key]
 				seen[b.Key] = true
 			}
-			t.in, t.hasIn = d.in.Stamps[b.Key]
+			t.in = d.in.Stamps[b.Key]
 			d.tb = append(d.tb, t)
 		}
 	}
@@ -399,8 +402,8 @@ func (d *decider) collect() {
 // stamp is the stamp of thinking block t: the input's, else the one
 // attribution made.
 func (d *decider) stamp(t *tblock) (Stamp, bool) {
-	if t.hasIn {
-		return t.in, true
+	if t.in != nil {
+		return *t.in, true
 	}
 	s, ok := d.attributed[t.key]
 	return s, ok

@@ -10,13 +10,13 @@ import (
 // stampsFor stamps every signed thinking block of r as valid where it stands
 // (the steady state of an engaged conversation), and returns a record of a
 // compile that sent r, as the owner for cache.firstChange.
-func stampsFor(r *Request) map[Digest]Stamp {
-	st := map[Digest]Stamp{}
+func stampsFor(r *Request) map[Digest]*Stamp {
+	st := map[Digest]*Stamp{}
 	var prev Digest
 	for i := range r.Messages {
 		for _, b := range r.Messages[i].Blocks {
 			if isThinking(b.Kind) && b.Signed {
-				st[b.Key] = Stamp{Key: b.Key, Seed: r.Seed, Chain: b.Chain, Pred: prev, Model: r.Model}
+				st[b.Key] = &Stamp{Key: b.Key, Seed: r.Seed, Chain: b.Chain, Pred: prev, Model: r.Model}
 				prev = b.Key
 			}
 		}
@@ -26,13 +26,13 @@ func stampsFor(r *Request) map[Digest]Stamp {
 
 // compileBody is the whole compile path the daemon runs for one request:
 // parse, load (here: a map lookup per key), decide, rewrite.
-func compileBody(p *Parser, body []byte, all map[Digest]Stamp, owner *CompileRecord) (*Compiled, []byte, error) {
+func compileBody(p *Parser, body []byte, all map[Digest]*Stamp, owner *CompileRecord) (*Compiled, []byte, error) {
 	r, err := p.Parse(body)
 	if err != nil {
 		return nil, nil, err
 	}
 	keys := StampKeys(r)
-	st := make(map[Digest]Stamp, len(keys))
+	st := make(map[Digest]*Stamp, len(keys))
 	for _, k := range keys {
 		if s, ok := all[k]; ok {
 			st[k] = s

@@ -256,7 +256,7 @@ func TestMissingAcceptAttributedByPrefix(t *testing.T) { // seed: late/lost/miss
 	h = append(h, r3, u("u4"))
 	c4, _ := s.compile(body(opus55, "sys", h))
 	expectStrips(t, c4)
-	if c4.Stamped != 1 || len(c4.Persist.Stamps) != 1 || c4.Persist.Stamps[0] != s.truth[key("S3")] {
+	if c4.Stamped != 1 || len(c4.Persist.Stamps) != 1 || c4.Persist.Stamps[0] != *s.truth[key("S3")] {
 		t.Fatalf("attributed %+v want %+v", c4.Persist.Stamps, s.truth[key("S3")])
 	}
 	// The late accept stamps nothing twice and does not take the owner back.
@@ -512,7 +512,7 @@ func TestNotGreedyLongestChain(t *testing.T) {
 	s.engaged = true
 	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4"), a(th("D"), tx("x")), u("5"), a(th("E"), tx("x")), u("6")}
 	req, _ := ParseRequest(body(opus55, "sys", h))
-	st := map[Digest]Stamp{}
+	st := map[Digest]*Stamp{}
 	pred := map[string]string{"A": "", "B": "A", "C": "", "D": "C", "E": "D"}
 	for i := 1; i < len(h); i += 2 {
 		b := req.Messages[i].Blocks[0]
@@ -521,7 +521,7 @@ func TestNotGreedyLongestChain(t *testing.T) {
 		if pred[sig] != "" {
 			p = key(pred[sig])
 		}
-		st[b.Key] = Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
+		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
 	}
 	c, err := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
 	if err != nil {
@@ -546,7 +546,7 @@ func TestLatestRunBeatsLongerChain(t *testing.T) {
 	// nothing read) can only be kept alone: the latest run wins.
 	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4"), a(th("D"), tu("t")), tr("t", "r")}
 	req, _ := ParseRequest(body(opus55, "sys", h))
-	st := map[Digest]Stamp{}
+	st := map[Digest]*Stamp{}
 	pred := map[string]string{"A": "", "B": "A", "C": "B", "D": ""}
 	for i := 1; i < len(h)-1; i += 2 {
 		b := req.Messages[i].Blocks[0]
@@ -555,7 +555,7 @@ func TestLatestRunBeatsLongerChain(t *testing.T) {
 		if pred[sig] != "" {
 			p = key(pred[sig])
 		}
-		st[b.Key] = Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
+		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
 	}
 	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap", "messages.5.content.0 gap")
@@ -564,8 +564,8 @@ func TestLatestRunBeatsLongerChain(t *testing.T) {
 	}
 }
 
-func maps(m map[Digest]Stamp) map[Digest]Stamp {
-	o := map[Digest]Stamp{}
+func maps(m map[Digest]*Stamp) map[Digest]*Stamp {
+	o := map[Digest]*Stamp{}
 	for k, v := range m {
 		o[k] = v
 	}
@@ -583,7 +583,7 @@ func TestUnstampedPredecessorAssumption(t *testing.T) {
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 released")
 	// A block the target cannot read is skipped: the model never read it.
 	// Opus 5.5 blocks on Sonnet 5 (no binding): B unreadable, C read A.
-	st := map[Digest]Stamp{key("B"): {Key: key("B"), Model: opus55}}
+	st := map[Digest]*Stamp{key("B"): {Key: key("B"), Model: opus55}}
 	req, _ = ParseRequest(body("claude-sonnet-5", "sys", h))
 	c, _ = Compile(CompileInput{ID: "y", Request: req, Engaged: true, Stamps: st})
 	expectStrips(t, c)

@@ -44,7 +44,7 @@ const opus55 = "claude-opus-5-5"
 type sim struct {
 	t       *testing.T
 	models  *ModelTable
-	stamps  map[Digest]Stamp
+	stamps  map[Digest]*Stamp
 	rel     map[string]map[Digest]bool
 	recs    map[string]*CompileRecord
 	byBr    map[string][]string
@@ -55,15 +55,15 @@ type sim struct {
 	tomb    map[string]bool
 
 	// oracle
-	truth    map[Digest]Stamp
+	truth    map[Digest]*Stamp
 	siblings map[Digest][]Digest // the thinking keys of the reply a block was minted in
 	lastSent map[string][]byte   // compile id -> bytes sent
 }
 
 func newSim(t *testing.T) *sim {
-	return &sim{t: t, models: DefaultModelTable(), stamps: map[Digest]Stamp{}, rel: map[string]map[Digest]bool{},
+	return &sim{t: t, models: DefaultModelTable(), stamps: map[Digest]*Stamp{}, rel: map[string]map[Digest]bool{},
 		recs: map[string]*CompileRecord{}, byBr: map[string][]string{}, owner: map[string]*CompileRecord{},
-		dry: map[string]bool{}, tomb: map[string]bool{}, truth: map[Digest]Stamp{}, siblings: map[Digest][]Digest{},
+		dry: map[string]bool{}, tomb: map[string]bool{}, truth: map[Digest]*Stamp{}, siblings: map[Digest][]Digest{},
 		lastSent: map[string][]byte{}}
 }
 
@@ -84,7 +84,7 @@ func (s *sim) compileOpt(o copt, b []byte) (*Compiled, []byte) {
 	if err != nil {
 		s.t.Fatalf("parse: %v\n%s", err, b)
 	}
-	st := map[Digest]Stamp{}
+	st := map[Digest]*Stamp{}
 	for _, k := range StampKeys(req) {
 		if x, ok := s.stamps[k]; ok {
 			st[k] = x
@@ -115,7 +115,7 @@ func (s *sim) compileOpt(o copt, b []byte) (*Compiled, []byte) {
 	}
 	for _, x := range c.Persist.Stamps {
 		if _, ok := s.stamps[x.Key]; !ok {
-			s.stamps[x.Key] = x
+			s.stamps[x.Key] = &x
 		}
 	}
 	sent := c.Rewrite(b, req)
@@ -202,7 +202,7 @@ func (s *sim) accept(id, reply string, trs ...InputTransformation) (*AcceptOutco
 	}
 	for _, x := range out.Stamps {
 		if _, ok := s.stamps[x.Key]; !ok {
-			s.stamps[x.Key] = x
+			s.stamps[x.Key] = &x
 		}
 	}
 	for _, r := range out.Releases {
@@ -246,7 +246,7 @@ func (s *sim) mint(sent []byte, reply string, dropped ...Digest) {
 	rm.StepFrom(end, func(j int, ch Digest) {
 		b := rm.Blocks[j]
 		if isThinking(b.Kind) {
-			s.truth[b.Key] = Stamp{Key: b.Key, Seed: req.Seed, Chain: ch, Pred: pred, Model: req.Model}
+			s.truth[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: ch, Pred: pred, Model: req.Model}
 			pred = b.Key
 			sib = append(sib, b.Key)
 		}

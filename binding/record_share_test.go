@@ -34,7 +34,7 @@ func TestShareTailGrowing(t *testing.T) {
 	var tip ShareTip
 	var recs, want []*CompileRecord
 	var owner *CompileRecord
-	stamps := map[Digest]Stamp{}
+	stamps := map[Digest]*Stamp{}
 	for n := 2; n < 2+turns; n++ {
 		r, err := ParseRequest(genRequestPrefix(9, n, 2+turns))
 		if err != nil {

@@ -236,7 +236,7 @@ type simConv struct {
 	behavior string // "", "error", "drop_block"
 	beta     bool
 	engaged  bool
-	stamps   map[binding.Digest]binding.Stamp
+	stamps   map[binding.Digest]*binding.Stamp
 	// compactions: what accepts recorded of on-demand compaction blocks.
 	compactions map[binding.Digest]binding.Compaction
 	seq         int64
@@ -270,7 +270,7 @@ var switchTargets = map[string][]string{
 
 func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judgetest.Reading) *simConv {
 	s := &simConv{t: t, c: c, st: st, reading: reading, id: fmt.Sprintf("conv%d", n),
-		stamps: map[binding.Digest]binding.Stamp{}, corrupt: map[[32]byte]bool{}, blind: map[[32]byte]bool{}}
+		stamps: map[binding.Digest]*binding.Stamp{}, corrupt: map[[32]byte]bool{}, blind: map[[32]byte]bool{}}
 	s.route = func(m string) string { return m }
 	if !reading.Opus55ToFable51 {
 		// The reading where Fable 5.1 does not read Opus 5.5 is the
@@ -652,7 +652,7 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 	if err != nil {
 		s.t.Fatalf("ParseRequest: %v", err)
 	}
-	stamps := map[binding.Digest]binding.Stamp{}
+	stamps := map[binding.Digest]*binding.Stamp{}
 	for _, k := range binding.StampKeys(req) {
 		if st, ok := s.stamps[k]; ok {
 			stamps[k] = st
@@ -683,7 +683,7 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 			simTrace("attributed stamp %x pred %x", st.Key[:3], st.Pred[:3])
 		}
 		if _, ok := s.stamps[st.Key]; !ok {
-			s.stamps[st.Key] = st
+			s.stamps[st.Key] = &st
 		}
 	}
 	if out.Persist.Record != nil {
@@ -767,7 +767,7 @@ func (s *simConv) accept(b *branch, pa pendingAccept) {
 	}
 	for _, st := range out.Stamps {
 		if _, ok := s.stamps[st.Key]; !ok {
-			s.stamps[st.Key] = st
+			s.stamps[st.Key] = &st
 		}
 	}
 	for _, r := range out.Releases {

@@ -23,7 +23,7 @@ type compileFacts struct {
 	parent      *api.BranchRef
 	parentState *db.ConversationState // the parent's stored state (nil without a parent)
 
-	stamps      map[binding.Digest]binding.Stamp
+	stamps      map[binding.Digest]*binding.Stamp
 	released    map[binding.Digest]bool
 	remembered  []*binding.CompileRecord
 	owner       *binding.CompileRecord
@@ -108,7 +108,7 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 // compile: a long conversation's compile reads only its new blocks' stamps.
 // The answer is the cache itself (binding only looks stamps up by key), so
 // a turn does not copy its history's stamps into a map of its own.
-func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (map[binding.Digest]binding.Stamp, error) {
+func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (map[binding.Digest]*binding.Stamp, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
 		// started again: the request's own cached stamps come along
-		fresh := make(map[binding.Digest]binding.Stamp, len(rows)+len(keys)-len(need))
+		fresh := make(map[binding.Digest]*binding.Stamp, len(rows)+len(keys)-len(need))
 		for _, k := range keys {
 			if st, ok := c.stamps[k]; ok {
 				fresh[k] = st
@@ -142,7 +142,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 		c.stamps = fresh
 	}
 	for k, r := range rows {
-		c.stamps[k] = r.Stamp
+		c.stamps[k] = &r.Stamp // a copy of its own: r is the loop's
 	}
 	return c.stamps, nil
 }
@@ -154,10 +154,11 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 		return
 	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
-		c.stamps = make(map[binding.Digest]binding.Stamp, len(rows))
+		c.stamps = make(map[binding.Digest]*binding.Stamp, len(rows))
 	}
 	for _, r := range rows {
-		c.stamps[r.Key] = r.Stamp
+		st := r.Stamp // the cache's own: rows belong to the caller
+		c.stamps[r.Key] = &st
 	}
 }
 

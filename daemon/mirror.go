@@ -23,7 +23,7 @@ type conv struct {
 	// stamps caches the stamps this conversation's compiles found: a stamp
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).
-	stamps map[binding.Digest]binding.Stamp
+	stamps map[binding.Digest]*binding.Stamp
 	// absent are the keys its compiles found without a stamp: a long
 	// session from before bindery holds hundreds, read again every turn
 	// without it (stamps_absent.go).
