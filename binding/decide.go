@@ -289,7 +289,7 @@ func Compile(in CompileInput) (*Compiled, error) {
 		mem = &DecideMemory{}
 	}
 	mem.keepMaps() // emptied before use: a decision that panicked left them as they were
-	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]Stamp{}, mem: mem, msgStart: mem.msgStart}
+	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]*Stamp{}, mem: mem, msgStart: mem.msgStart}
 	d.collect()
 	d.decide()
 	d.finish(out)
@@ -309,7 +309,7 @@ type decider struct {
 	dropped    []bool
 	msgStart   []Digest // chain before each message, as sent
 	end        Digest   // chain after the last sent message
-	attributed map[Digest]Stamp
+	attributed map[Digest]*Stamp
 	attrOrder  []Digest
 	skipped    map[int][]string
 	// reads memoizes models.Reads(req.Model, minter) by minter: a long
@@ -400,13 +400,12 @@ func (d *decider) collect() {
 }
 
 // stamp is the stamp of thinking block t: the input's, else the one
-// attribution made.
-func (d *decider) stamp(t *tblock) (Stamp, bool) {
+// attribution made; nil when it has none. Never written through.
+func (d *decider) stamp(t *tblock) *Stamp {
 	if t.in != nil {
-		return *t.in, true
+		return t.in
 	}
-	s, ok := d.attributed[t.key]
-	return s, ok
+	return d.attributed[t.key]
 }
 
 // minterBinds is d.models.Binds(minter), once per minter (see reads).
@@ -524,7 +523,7 @@ func (d *decider) attribute() {
 		for ; j < len(d.tb) && d.tb[j].msg == msg; j++ {
 			t := &d.tb[j]
 			if t.signed && !t.dup {
-				if _, ok := d.stamp(t); !ok {
+				if d.stamp(t) == nil {
 					need = true
 				}
 			}
@@ -582,12 +581,12 @@ func (d *decider) attributeMessage(from, to int) {
 			pred = t.key
 			continue
 		}
-		if _, ok := d.stamp(t); !ok {
+		if d.stamp(t) == nil {
 			chain := d.req.Messages[t.msg].Blocks[t.blk].Chain
 			if viaSent {
 				chain = t.chain
 			}
-			d.attributed[t.key] = Stamp{Key: t.key, Seed: cand.Seed, Chain: chain, Pred: pred, Model: cand.Model}
+			d.attributed[t.key] = &Stamp{Key: t.key, Seed: cand.Seed, Chain: chain, Pred: pred, Model: cand.Model}
 			d.attrOrder = append(d.attrOrder, t.key)
 		}
 		pred = t.key
@@ -646,7 +645,7 @@ func (d *decider) keptChains() {
 		if !t.signed || t.dup {
 			continue
 		}
-		if st, ok := d.stamp(t); ok && st.Chain != t.chain && st.Seed == c.Seed {
+		if st := d.stamp(t); st != nil && st.Chain != t.chain && st.Seed == c.Seed {
 			last = i
 		}
 	}
@@ -669,8 +668,8 @@ func (d *decider) keptChains() {
 		h = msgs[i].StepFrom(h, func(j int, before Digest) {
 			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
 				if d.tb[k].blk == j {
-					st, ok := d.stamp(&d.tb[k])
-					d.tb[k].kept0, d.tb[k].hasKept0 = before, ok && st.Seed == c.Seed
+					st := d.stamp(&d.tb[k])
+					d.tb[k].kept0, d.tb[k].hasKept0 = before, st != nil && st.Seed == c.Seed
 				}
 			}
 		})
@@ -699,7 +698,8 @@ func (d *decider) verdicts() {
 		t.hostPrev = prev
 		t.reason, t.kept, t.unreadable, t.stamped = "", false, false, false
 		t.pred = t.hostPrev
-		st, ok := d.stamp(t)
+		st := d.stamp(t)
+		ok := st != nil
 		if ok && t.signed {
 			t.stamped = true
 			t.pred = st.Pred
@@ -744,27 +744,54 @@ func (d *decider) choose() {
 	parent := ints(d.mem.parent, n)
 	depth := ints(d.mem.depth, n)
 	d.mem.parent, d.mem.depth = parent, depth
-	if d.mem.idx == nil {
-		d.mem.idx = make(map[Digest]int, n)
-	}
+	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
+	// A block's parent is the last candidate whose key is its pred. In a
+	// chain that is the candidate just before it, found without a map; the
+	// index of every candidate's key is built only at the first block whose
+	// pred is another (a long conversation's decision filled it with every
+	// key, each round, to look up only its neighbour's).
 	idx := d.mem.idx
 	if len(idx) > 0 {
 		clear(idx) // choose runs once per round of the fixed point
 	}
-	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
+	indexed := false
+	last := -1 // the last candidate before i
 	for i := 0; i < n; i++ {
 		parent[i] = -1
 		if !cand(i) {
 			continue
 		}
 		t := &d.tb[i]
-		if p, ok := idx[t.pred]; ok && !t.pred.IsZero() {
+		p, ok := -1, false
+		switch {
+		case t.pred.IsZero():
+		case last >= 0 && d.tb[last].key == t.pred:
+			p, ok = last, true
+		default:
+			if !indexed {
+				if idx == nil {
+					idx = make(map[Digest]int, n)
+					d.mem.idx = idx
+				}
+				for j := 0; j < i; j++ {
+					if cand(j) {
+						idx[d.tb[j].key] = j
+					}
+				}
+				indexed = true
+			}
+			p, ok = idx[t.pred]
+		}
+		if ok {
 			parent[i] = p
 			depth[i] = depth[p] + 1
 		} else {
 			depth[i] = 1
 		}
-		idx[t.key] = i
+		if indexed {
+			idx[t.key] = i
+		}
+		last = i
 	}
 	// The latest assistant message's thinking blocks: the last ones.
 	lfrom := n
@@ -938,7 +965,7 @@ func (d *decider) finish(out *Compiled) {
 	if !in.DryRun {
 		out.Persist.Record = rec
 		for _, k := range d.attrOrder {
-			out.Persist.Stamps = append(out.Persist.Stamps, d.attributed[k])
+			out.Persist.Stamps = append(out.Persist.Stamps, *d.attributed[k])
 		}
 	}
 	out.Stamped = len(d.attrOrder)
