@@ -516,8 +516,9 @@ type PathEntry struct {
 
 // SessionPath returns the path from the root to entry in the live file of
 // session (root first); found is false when the session or the entry is
-// not ingested. It walks up the parent links by index, so it costs the
-// path's depth, not the session's size; a parentId cycle ends it at the
+// not ingested. It walks up the parent links by index only until it meets
+// a path walked before (path_memo.go): a turn's compile reads the turn's
+// few new entries, not the path's depth; a parentId cycle ends it at the
 // cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
 	var file int64
@@ -529,12 +530,13 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 	if err != nil {
 		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
 	}
-	nodes, err := d.walkFrom(ctx, file, entry, 0)
+	nodes, err := d.walkKept(ctx, file, entry)
 	if err != nil {
 		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
 	}
+	path = make([]PathEntry, 0, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
-		n := nodes[i]
+		n := &nodes[i]
 		path = append(path, PathEntry{ID: n.id, Seq: n.seq, Type: n.typ, Role: n.role})
 	}
 	return path, len(path) > 0, nil

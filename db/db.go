@@ -59,6 +59,8 @@ type DB struct {
 	aggregator atomic.Pointer[ReportAggregator]
 	// added logs the stamps commits recorded (stamps_added.go).
 	added stampsAdded
+	// paths keeps the session paths walked last (path_memo.go).
+	paths pathMemos
 }
 
 // Options tunes Open. The zero value is what the daemon uses.

@@ -1,0 +1,179 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// walkedPath is SessionPath without the kept paths: a walk from the leaf
+// to the root (the reference TestSessionPathKeptIsWalk holds it to).
+func walkedPath(t *testing.T, d *DB, session, entry string) []PathEntry {
+	t.Helper()
+	var file int64
+	err := d.readers.QueryRowContext(t.Context(), `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
+	if err == sql.ErrNoRows {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := d.walkFrom(t.Context(), file, entry, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path []PathEntry
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		path = append(path, PathEntry{ID: n.id, Seq: n.seq, Type: n.typ, Role: n.role})
+	}
+	return path
+}
+
+// TestSessionPathKeptIsWalk: a session grows turn by turn, as pi writes
+// it, with branches back to any entry, lines that repeat an earlier
+// entry's id (replacing it on every path through it), parents named
+// before they exist, cycles, and rewrites of the whole file; after every
+// batch, SessionPath from the new leaf, from earlier leaves and from any
+// entry returns exactly the path a walk from scratch returns.
+func TestSessionPathKeptIsWalk(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { keptIsWalk(t, seed) })
+	}
+}
+
+func keptIsWalk(t *testing.T, seed uint64) {
+	d := mustOpen(t)
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(seed, 99))
+	const path = "/s/grow.jsonl"
+	var ids, parents []string
+	var leaves []string
+	next := 0
+	newID := func() string { next++; return fmt.Sprintf("e%04d", next) }
+	ingest := func(kind BatchKind, from int) {
+		t.Helper()
+		var es []Entry
+		for i := from; i < len(ids); i++ {
+			es = append(es, Entry{Line: i + 2, Offset: int64(100 * (i + 2)), Length: 100, Type: "message", Role: "user", ID: ids[i], ParentID: parents[i]})
+		}
+		b := Batch{Kind: kind, Path: path, Cursor: Cursor{Path: path, Ino: 1, Offset: int64(100 * (len(ids) + 2)), Lines: len(ids) + 1}, Entries: es}
+		if kind == Found {
+			b.Header = &Header{ID: "grow", Version: 3, Cwd: "/"}
+		}
+		if _, err := d.Ingest(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, parents = append(ids, newID()), append(parents, "")
+	ingest(Found, 0)
+	check := func(step int, leaf string) {
+		t.Helper()
+		got, found, err := d.SessionPath(ctx, "grow", leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := walkedPath(t, d, "grow", leaf)
+		if found != (len(want) > 0) || !slices.Equal(got, want) {
+			t.Fatalf("step %d, leaf %s: path %v (found %v), a walk from scratch gives %v", step, leaf, pathIDs(got), found, pathIDs(want))
+		}
+	}
+	leaf := ids[0]
+	for step := range 120 {
+		from := len(ids)
+		for range 1 + rng.IntN(4) {
+			id, parent := newID(), leaf
+			switch r := rng.IntN(40); {
+			case r < 4:
+				parent = ids[rng.IntN(len(ids))] // a branch back
+			case r < 6:
+				id = ids[rng.IntN(len(ids))] // a line repeating an entry's id
+			case r < 7:
+				parent = fmt.Sprintf("e%04d", next+1+rng.IntN(3)) // a parent not written yet
+			case r < 8:
+				parent = ""
+			}
+			ids, parents = append(ids, id), append(parents, parent)
+			leaf = id
+		}
+		switch {
+		case rng.IntN(60) == 0:
+			ingest(Rewritten, 0) // the whole file again: new seqs
+		default:
+			ingest(Grew, from)
+		}
+		leaves = append(leaves, leaf)
+		check(step, leaf)
+		switch step % 3 {
+		case 0:
+			check(step, leaves[rng.IntN(len(leaves))])
+		case 1:
+			check(step, ids[rng.IntN(len(ids))])
+		}
+		check(step, leaf)
+	}
+	if len(d.paths.memos) > pathMemosKept {
+		t.Fatalf("%d paths kept, bound %d", len(d.paths.memos), pathMemosKept)
+	}
+}
+
+// BenchmarkSessionPathTurn: a compile's path in a pi session of 3,000
+// entries that grows by a turn (three entries) before each compile, against
+// a walk from scratch of the same path (the simplest baseline), alternated:
+// ratio is kept ÷ walked.
+func BenchmarkSessionPathTurn(b *testing.B) {
+	d := mustOpen(b)
+	ctx := context.Background()
+	const path = "/s/turns.jsonl"
+	n := 0
+	var es []Entry
+	add := func(k int) {
+		es = es[:0]
+		for range k {
+			n++
+			p := ""
+			if n > 1 {
+				p = "e" + itoa(n-1)
+			}
+			es = append(es, Entry{Line: n + 1, Offset: int64(100 * (n + 1)), Length: 100, Type: "message", Role: "user", ID: "e" + itoa(n), ParentID: p})
+		}
+		kind := Grew
+		bt := Batch{Path: path, Cursor: Cursor{Path: path, Ino: 1, Offset: int64(100 * (n + 2)), Lines: n + 1}, Entries: es}
+		if n == k {
+			kind, bt.Header = Found, &Header{ID: "turns", Version: 3, Cwd: "/"}
+		}
+		bt.Kind = kind
+		if _, err := d.Ingest(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	add(3000)
+	var file int64
+	if err := d.readers.QueryRow(`SELECT file FROM sessions WHERE id = 'turns'`).Scan(&file); err != nil {
+		b.Fatal(err)
+	}
+	var kept, walked time.Duration
+	for b.Loop() {
+		add(3)
+		t0 := time.Now()
+		p, _, err := d.SessionPath(ctx, "turns", "e"+itoa(n))
+		if err != nil || len(p) != n {
+			b.Fatal(err, len(p))
+		}
+		t1 := time.Now()
+		nodes, err := d.walkFrom(ctx, file, "e"+itoa(n), 0)
+		if err != nil || len(nodes) != n {
+			b.Fatal(err, len(nodes))
+		}
+		kept += t1.Sub(t0)
+		walked += time.Since(t1)
+	}
+	b.ReportMetric(float64(kept)/float64(walked), "ratio")
+	b.ReportMetric(float64(kept.Microseconds())/float64(b.N), "kept-µs/op")
+	b.ReportMetric(float64(walked.Microseconds())/float64(b.N), "walked-µs/op")
+}
