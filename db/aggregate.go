@@ -106,19 +106,17 @@ func (d *DB) aggregateTx(ctx context.Context, tx *sql.Tx, file int64, whole bool
 // putAggregate stores a; built: its breaks replace the file's, else they
 // are added.
 func putAggregate(ctx context.Context, tx *sql.Tx, file int64, a Aggregate, built bool) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`,
-		file, string(a.Sums), string(a.Walk), a.Fresh, nowMS())
+	_, err := txExec(ctx, tx, sqlPutAggregate, file, string(a.Sums), string(a.Walk), a.Fresh, nowMS())
 	if err != nil {
 		return fmt.Errorf("save report aggregate: %w", err)
 	}
 	if built {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM report_breaks WHERE file = ?`, file); err != nil {
+		if _, err := txExec(ctx, tx, sqlDeleteBreaks, file); err != nil {
 			return fmt.Errorf("save report aggregate: %w", err)
 		}
 	}
 	for _, b := range a.Breaks {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO report_breaks (file, data) VALUES (?, ?)`, file, string(b)); err != nil {
+		if _, err := txExec(ctx, tx, sqlInsertBreak, file, string(b)); err != nil {
 			return fmt.Errorf("save report aggregate's break: %w", err)
 		}
 	}

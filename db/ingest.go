@@ -383,9 +383,8 @@ type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
 	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
 	insertErrorOnce, linkStamp, anyStamp                              *sql.Stmt
-	// entryRows[k] inserts 1<<k entries (ingest_rows.go), their seqs
-	// given; insertEntry lets SQLite choose the seq.
-	entryRows [insertSizes]*sql.Stmt
+	// The batched INSERTs, their seqs given, are the driver's own
+	// (rawstmts.go); insertEntry lets SQLite choose the seq.
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -416,9 +415,6 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.linkStamp, sqlLinkStampEntry},
 		{&d.stmts.anyStamp, `SELECT EXISTS (SELECT 1 FROM stamps)`},
 	}
-	for k := range insertSizes {
-		stmts = append(stmts, prep{&d.stmts.entryRows[k], insertRowsSQL("entries", entryColumns, entryParams, 1<<k)})
-	}
 	for _, p := range stmts {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -431,8 +427,8 @@ func (d *DB) prepare(ctx context.Context) error {
 }
 
 func (s *writerStmts) close() {
-	for _, st := range append([]*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp, s.anyStamp}, s.entryRows[:]...) {
+	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp, s.anyStamp} {
 		if st != nil {
 			st.Close()
 		}
