@@ -361,7 +361,7 @@ func markRemoved(ctx context.Context, tx *sql.Tx, file, now int64) error {
 // read again from line 1). The session row stays, with zeroed counters.
 func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 	for _, q := range []string{
-		`DELETE FROM thinking WHERE file = ?`,
+		sqlClearThinking,
 		`DELETE FROM frontier WHERE file = ?`,
 		`DELETE FROM entries WHERE file = ?`,
 		`DELETE FROM ingest_errors WHERE file = ?`,
@@ -375,6 +375,10 @@ func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 	}
 	return nil
 }
+
+// sqlClearThinking deletes a file's thinking blocks (thinking_file_sig's
+// first column finds them).
+const sqlClearThinking = `DELETE FROM thinking WHERE file = ?`
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
