@@ -113,6 +113,8 @@ type Batch struct {
 	Header  *Header
 	Entries []Entry
 	Errors  []IngestError
+	// ahead is what PrepareBatch did ahead of the transaction, or nil.
+	ahead *aheadAggregate
 }
 
 // Ingested says what one batch changed.
@@ -258,7 +260,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch, limit int) (Inge
 	out.Entries = len(b.Entries)
 	// The session's report aggregate moves with its rows, in this
 	// transaction: a report never sees rows its aggregate lacks.
-	if err := d.aggregateTx(ctx, tx, f.id, whole, b.Entries); err != nil {
+	if err := d.aggregateTx(ctx, tx, f.id, whole, b.Entries, b.ahead); err != nil {
 		return out, err
 	}
 	for i := range b.Entries {
