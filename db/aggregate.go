@@ -128,7 +128,7 @@ type aheadAggregate struct {
 // have built (it builds again if the aggregator changed meanwhile). b's
 // entries must not change after it, and b must not be ingested meanwhile.
 //
-// A batch's aggregate was about a seventh of a first scan's transaction
+// A batch's aggregate was a tenth to a seventh of a first scan's transaction
 // time, on the single writer; the read-ahead goroutine has time to spare.
 func (d *DB) PrepareBatch(b *Batch) {
 	p := d.aggregator.Load()
