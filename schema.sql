@@ -100,11 +100,11 @@ CREATE TABLE thinking (
     chars      INTEGER NOT NULL,
     PRIMARY KEY (entry, block)
 ) WITHOUT ROWID;
-CREATE INDEX thinking_file ON thinking(file);
 -- A block is looked up by digest within a session's files: keyed by file
 -- first, a new file's blocks are appended, not spread over the index
--- (migration 010).
-CREATE INDEX thinking_file_sig ON thinking(file, sig_digest) WHERE sig_digest IS NOT NULL;
+-- (migration 010). It is also the index of a file's blocks, signed or not
+-- (migration 011).
+CREATE INDEX thinking_file_sig ON thinking(file, sig_digest);
 
 -- frontier: pi-condense's context-prune-frontier custom entries, their data
 -- verbatim (a small object). The frontier of a branch is the last one on it.

@@ -110,7 +110,7 @@ func ingestAll(b *testing.B, a *archive) {
 	// aggregates.
 	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
-	firstScan(b, context.Background(), watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup}, nil), in.sink)
+	firstScan(b, context.Background(), watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup, Prepare: in.prepare}, nil), in.sink)
 	if got := in.done.Load(); got != a.bytes {
 		b.Fatalf("ingested %d bytes of %d", got, a.bytes)
 	}

@@ -129,6 +129,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		MaxLineBytes: int(cfg.MaxLineBytes),
 		Logger:       d.log,
 		GroupSink:    d.ingest.sinkGroup,
+		Prepare:      d.ingest.prepare,
 	}, watcherCursors(saved))
 
 	ln, removeSocket, err := listenSocket(cfg.Socket)

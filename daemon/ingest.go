@@ -95,7 +95,11 @@ func (in *ingester) sink(ctx context.Context, b watcher.Batch) error {
 func (in *ingester) sinkGroup(ctx context.Context, bs []watcher.Batch) error {
 	batches := make([]db.Batch, len(bs))
 	for i := range bs {
-		batches[i] = dbBatch(bs[i])
+		if p, ok := bs[i].Prepared.(*db.Batch); ok {
+			batches[i] = *p
+		} else {
+			batches[i] = dbBatch(bs[i])
+		}
 	}
 	var res []db.Ingested
 	var err error
@@ -112,6 +116,15 @@ func (in *ingester) sinkGroup(ctx context.Context, bs []watcher.Batch) error {
 	}
 	in.report()
 	return nil
+}
+
+// prepare is the watcher's Prepare: a group's batch converted, and what
+// its ingest needs no database for done (db.PrepareBatch), on the
+// goroutine reading the group ahead rather than on the writer's.
+func (in *ingester) prepare(b watcher.Batch) any {
+	batch := dbBatch(b)
+	in.db.PrepareBatch(&batch)
+	return &batch
 }
 
 // committed follows up a batch whose commit returned: attribution, the

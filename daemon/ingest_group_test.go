@@ -61,6 +61,7 @@ func TestColdScanGroupedStoresWhatOneByOneDoes(t *testing.T) {
 				}
 				return in.sinkGroup(ctx, bs)
 			}
+			cfg.Prepare = in.prepare
 		}
 		firstScan(t, t.Context(), watcher.New(cfg, nil), in.sink)
 		raw := rawConn(t, store.Path())

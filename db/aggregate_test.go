@@ -2,6 +2,7 @@ package db
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -245,5 +246,91 @@ func TestUpgradeFromVersion6(t *testing.T) {
 	rows, err := d.ReportEntries(t.Context(), 1)
 	if err != nil || strings.Join(ids(rows), ",") != "u1,a1,u2" {
 		t.Fatalf("rows %v %v", ids(rows), err)
+	}
+}
+
+// A batch prepared ahead (PrepareBatch) is stored exactly as one that was
+// not: the same rows and aggregates, for first scans, a group, a rewrite
+// and an append; its aggregate is the one built ahead (not built again in
+// the transaction), unless the aggregator changed since, which builds
+// its own.
+func TestPreparedBatchAsUnprepared(t *testing.T) {
+	prepared, plain := mustOpen(t), mustOpen(t)
+	gp, gq := &idAggregator{}, &idAggregator{}
+	prepared.SetReportAggregator(gp)
+	plain.SetReportAggregator(gq)
+	hdr := func(id string) *Header {
+		return &Header{ID: id, Version: 3, Cwd: "/w", Timestamp: "2026-11-29T10:00:00.000Z"}
+	}
+	found := func(p, tag string, n int) Batch {
+		return Batch{Kind: Found, Path: p, Cursor: cursor(p, 7, int64(100*n+100), n+1), Header: hdr(tag), Entries: rowsBatch(2, n, tag)}
+	}
+	steps := [][]Batch{
+		{found("/p/a.jsonl", "a", 40)},
+		{found("/p/b.jsonl", "b", 33), found("/p/c.jsonl", "c", 5)}, // a group
+		{{Kind: Rewritten, Path: "/p/a.jsonl", Cursor: cursor("/p/a.jsonl", 7, 800, 8), Header: hdr("a"), Entries: rowsBatch(2, 7, "r")}},
+		{{Kind: Grew, Path: "/p/c.jsonl", Cursor: cursor("/p/c.jsonl", 7, 900, 9), Entries: rowsBatch(7, 3, "g")}},
+	}
+	for i, bs := range steps {
+		var want, got string
+		wholes := 0
+		for _, b := range bs {
+			if b.Kind != Grew {
+				wholes++
+			}
+		}
+		pbs := slices.Clone(bs)
+		p0, q0 := gp.builds, gq.builds
+		for j := range pbs {
+			prepared.PrepareBatch(&pbs[j])
+		}
+		if ahead := gp.builds - p0; ahead != wholes {
+			t.Fatalf("step %d: %d aggregates built ahead, want %d", i, ahead, wholes)
+		}
+		if len(bs) == 1 {
+			got, want = ingested(prepared.Ingest(t.Context(), pbs[0])), ingested(plain.Ingest(t.Context(), bs[0]))
+		} else {
+			all := func(d *DB, bs []Batch) string {
+				rs, err := d.IngestAll(t.Context(), bs)
+				out := fmt.Sprint(err)
+				for _, r := range rs {
+					out += ingested(r, nil)
+				}
+				return out
+			}
+			got, want = all(prepared, pbs), all(plain, bs)
+		}
+		if got != want {
+			t.Fatalf("step %d answered\n%s\nunprepared\n%s", i, got, want)
+		}
+		if got, want := dump(t, prepared), dump(t, plain); got != want {
+			t.Fatalf("step %d: the rows differ:\n%s", i, diffLines(got, want))
+		}
+		// In the transaction, the prepared batches build only what the
+		// unprepared build beyond the whole files' aggregates (here the
+		// append's rebuild: it does not extend the branch).
+		if inTx, plainTx := gp.builds-p0-wholes, gq.builds-q0; inTx != plainTx-wholes {
+			t.Fatalf("step %d: %d aggregates built in the transaction, unprepared %d (of which %d whole files)", i, inTx, plainTx, wholes)
+		}
+		for f := int64(1); f <= 3; f++ {
+			gotIDs, gotFresh, gotOK := aggregateOf(t, prepared, f)
+			wantIDs, wantFresh, wantOK := aggregateOf(t, plain, f)
+			if !slices.Equal(gotIDs, wantIDs) || gotFresh != wantFresh || gotOK != wantOK {
+				t.Fatalf("step %d file %d: aggregate %v %v %v, unprepared %v %v %v", i, f, gotIDs, gotFresh, gotOK, wantIDs, wantFresh, wantOK)
+			}
+		}
+	}
+	if gp.builds != gq.builds {
+		t.Errorf("builds: %d prepared, %d unprepared", gp.builds, gq.builds)
+	}
+
+	// Prepared with one aggregator, ingested with another: the other's.
+	b := found("/p/d.jsonl", "d", 4)
+	prepared.PrepareBatch(&b)
+	other := &idAggregator{}
+	prepared.SetReportAggregator(other)
+	ingest(t, prepared, b)
+	if other.builds != 1 {
+		t.Errorf("a batch prepared with another aggregator: the current one built %d", other.builds)
 	}
 }

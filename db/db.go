@@ -43,6 +43,7 @@ type DB struct {
 	readers *sql.DB // query_only pool
 	stmts   writerStmts
 	hot     hotStmts  // stmts.go
+	raw     rawStmts  // rawstmts.go: only the writer's holder uses them
 	reads   readStmts // readstmts.go
 	cycles  cycleLog  // walk.go
 	// writerSync is the writer connection's synchronous setting as last
@@ -168,6 +169,7 @@ func (d *DB) Close() error {
 		d.reads.close()
 		errs = append(errs, d.readers.Close())
 	}
+	errs = append(errs, d.closeRaw(context.Background()))
 	d.stmts.close()
 	d.hot.close()
 	errs = append(errs, d.writer.Close())
@@ -268,7 +270,7 @@ func (d *DB) writeAs(ctx context.Context, dur Durability, fn func(ctx context.Co
 		}
 		d.writerSync = want
 	}
-	txctx := context.WithValue(context.WithoutCancel(ctx), hotStmtsKey{}, d.hot)
+	txctx := context.WithValue(context.WithValue(context.WithoutCancel(ctx), hotStmtsKey{}, d.hot), writerConnKey{}, conn)
 	tx, err := conn.BeginTx(txctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

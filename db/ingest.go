@@ -113,6 +113,8 @@ type Batch struct {
 	Header  *Header
 	Entries []Entry
 	Errors  []IngestError
+	// ahead is what PrepareBatch did ahead of the transaction, or nil.
+	ahead *aheadAggregate
 }
 
 // Ingested says what one batch changed.
@@ -258,7 +260,7 @@ func (d *DB) ingestTx(ctx context.Context, tx *sql.Tx, b Batch, limit int) (Inge
 	out.Entries = len(b.Entries)
 	// The session's report aggregate moves with its rows, in this
 	// transaction: a report never sees rows its aggregate lacks.
-	if err := d.aggregateTx(ctx, tx, f.id, whole, b.Entries); err != nil {
+	if err := d.aggregateTx(ctx, tx, f.id, whole, b.Entries, b.ahead); err != nil {
 		return out, err
 	}
 	for i := range b.Entries {
@@ -361,7 +363,7 @@ func markRemoved(ctx context.Context, tx *sql.Tx, file, now int64) error {
 // read again from line 1). The session row stays, with zeroed counters.
 func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 	for _, q := range []string{
-		`DELETE FROM thinking WHERE file = ?`,
+		sqlClearThinking,
 		`DELETE FROM frontier WHERE file = ?`,
 		`DELETE FROM entries WHERE file = ?`,
 		`DELETE FROM ingest_errors WHERE file = ?`,
@@ -376,6 +378,10 @@ func clearFile(ctx context.Context, tx *sql.Tx, file int64) error {
 	return nil
 }
 
+// sqlClearThinking deletes a file's thinking blocks (thinking_file_sig's
+// first column finds them).
+const sqlClearThinking = `DELETE FROM thinking WHERE file = ?`
+
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // writerStmts are the hot statements, prepared once on the writer.
@@ -383,9 +389,8 @@ type writerStmts struct {
 	liveFile, insertFile, updateCursor, upsertSession, advanceSession *sql.Stmt
 	insertEntry, insertThinking, insertFrontier, insertError          *sql.Stmt
 	insertErrorOnce, linkStamp, anyStamp                              *sql.Stmt
-	// entryRows[k] inserts 1<<k entries (ingest_rows.go), their seqs
-	// given; insertEntry lets SQLite choose the seq.
-	entryRows [insertSizes]*sql.Stmt
+	// The batched INSERTs, their seqs given, are the driver's own
+	// (rawstmts.go); insertEntry lets SQLite choose the seq.
 }
 
 func (d *DB) prepare(ctx context.Context) error {
@@ -416,9 +421,6 @@ func (d *DB) prepare(ctx context.Context) error {
 		{&d.stmts.linkStamp, sqlLinkStampEntry},
 		{&d.stmts.anyStamp, `SELECT EXISTS (SELECT 1 FROM stamps)`},
 	}
-	for k := range insertSizes {
-		stmts = append(stmts, prep{&d.stmts.entryRows[k], insertRowsSQL("entries", entryColumns, entryParams, 1<<k)})
-	}
 	for _, p := range stmts {
 		s, err := d.writer.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -431,8 +433,8 @@ func (d *DB) prepare(ctx context.Context) error {
 }
 
 func (s *writerStmts) close() {
-	for _, st := range append([]*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
-		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp, s.anyStamp}, s.entryRows[:]...) {
+	for _, st := range []*sql.Stmt{s.liveFile, s.insertFile, s.updateCursor, s.upsertSession, s.advanceSession,
+		s.insertEntry, s.insertThinking, s.insertFrontier, s.insertError, s.insertErrorOnce, s.linkStamp, s.anyStamp} {
 		if st != nil {
 			st.Close()
 		}

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -16,7 +17,9 @@ import (
 // step and reset, one VDBE program run per row. So a batch's entry rows go
 // up to rowsPerInsert to an INSERT, with each entry's seq chosen here (the
 // rowid SQLite would choose, max(seq)+1 on: seq is not AUTOINCREMENT) so
-// its thinking rows need no LastInsertId.
+// its thinking rows need no LastInsertId; its thinking rows go the same
+// way. Those INSERTs are the driver's statements, run without database/sql
+// (rawstmts.go).
 //
 // The row-by-row writer (saveRowsOneByOne) stays the reference: when the
 // batched writer fails, the transaction is rolled back and written again
@@ -122,41 +125,62 @@ func (d *DB) saveRowsMany(ctx context.Context, tx *sql.Tx, file int64, es []Entr
 		r.seqs[i] = high + 1 + int64(i)
 		blocks += len(es[i].Thinking)
 	}
-	var stmts [insertSizes]*sql.Stmt
-	args := make([]any, 0, min(len(es), limit)*entryParams)
-	for i := 0; i < len(es); {
-		k := insertSize(len(es)-i, limit)
-		n := 1 << k
-		if stmts[k] == nil {
-			stmts[k] = tx.StmtContext(ctx, d.stmts.entryRows[k])
+	err := d.rawExec(ctx, func(st *rawStmts) error {
+		args := make([]any, 0, min(len(es), limit)*entryParams)
+		nv := make([]driver.NamedValue, 0, cap(args))
+		for i := 0; i < len(es); {
+			k := insertSize(len(es)-i, limit)
+			n := 1 << k
+			args = args[:0]
+			for j := i; j < i+n; j++ {
+				args = entryArgs(args, r.seqs[j], file, &es[j])
+			}
+			if _, err := st.entries[k].ExecContext(ctx, namedValues(nv[:0], args)); err != nil {
+				return fmt.Errorf("lines %d-%d: save entries: %w", es[i].Line, es[i+n-1].Line, err)
+			}
+			i += n
 		}
-		args = args[:0]
-		for j := i; j < i+n; j++ {
-			args = entryArgs(args, r.seqs[j], file, &es[j])
+		if blocks == 0 {
+			return nil
 		}
-		if _, err := stmts[k].ExecContext(ctx, args...); err != nil {
-			return r, fmt.Errorf("lines %d-%d: save entries: %w", es[i].Line, es[i+n-1].Line, err)
+		// The thinking rows many to an INSERT too, in key order (entry,
+		// block). A multi-row INSERT runs with a statement journal (its
+		// foreign keys may abort it half-way), a copy of every page it
+		// changes that existed before it: when the digest index was keyed
+		// by the digest alone, each block landed on a different page and
+		// one block to an INSERT measured faster. Since migration 010 the
+		// index leads with the file, a new file's blocks are appended, and
+		// 32 to an INSERT took a third less time than one (cold ingest
+		// profile, 100 MB archive).
+		type block struct {
+			e int // index in es
+			t *Thinking
 		}
-		i += n
-	}
-	// Thinking rows one to an INSERT: a multi-row INSERT runs with a
-	// statement journal (its foreign keys may abort it half-way), which
-	// copies every page the statement changes that existed before it, and
-	// thinking_sig's keys were digests, landing on a different page each:
-	// 32 blocks to an INSERT measured slower than one. (Since migration 010
-	// the digest index leads with the file, so a new file's blocks are
-	// appended; batching them has not been measured again.)
-	if blocks > 0 {
-		ins := tx.StmtContext(ctx, d.stmts.insertThinking)
+		bs := make([]block, 0, blocks)
 		for i := range es {
 			for j := range es[i].Thinking {
-				t := &es[i].Thinking[j]
-				args = thinkingArgs(args[:0], r.seqs[i], file, t)
-				if _, err := ins.ExecContext(ctx, args...); err != nil {
-					return r, fmt.Errorf("line %d: save thinking block %d: %w", es[i].Line, t.Index, err)
-				}
+				bs = append(bs, block{i, &es[i].Thinking[j]})
 			}
 		}
+		for i := 0; i < len(bs); {
+			k := insertSize(len(bs)-i, limit)
+			n := 1 << k
+			args = args[:0]
+			for _, b := range bs[i : i+n] {
+				args = thinkingArgs(args, r.seqs[b.e], file, b.t)
+			}
+			if _, err := st.thinking[k].ExecContext(ctx, namedValues(nv[:0], args)); err != nil {
+				if n == 1 {
+					return fmt.Errorf("line %d: save thinking block %d: %w", es[bs[i].e].Line, bs[i].t.Index, err)
+				}
+				return fmt.Errorf("lines %d-%d: save thinking blocks: %w", es[bs[i].e].Line, es[bs[i+n-1].e].Line, err)
+			}
+			i += n
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
 	}
 	links := rowLinks{d: d, tx: tx}
 	for i := range es {
@@ -188,6 +212,14 @@ func entryArgs(args []any, seq, file int64, e *Entry) []any {
 		sqlReal(u.CostTotal), int64(e.ToolCalls), e.UserText, sqlText(e.FirstKeptEntryID), sqlText(e.CustomType),
 		sqlReal(u.CostInput), sqlReal(u.CostOutput), sqlReal(u.CostCacheRead), sqlReal(u.CostCacheWrite),
 		sqlInt(u.CacheWrite1h), sqlInt(u.Reasoning), sqlText(e.UsageKind), sqlText(e.TargetID), e.EditOmit)
+}
+
+// namedValues appends args to nv as the driver takes them, numbered from 1.
+func namedValues(nv []driver.NamedValue, args []any) []driver.NamedValue {
+	for i, v := range args {
+		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	return nv
 }
 
 // thinkingArgs appends t's row in thinkingColumns' order.

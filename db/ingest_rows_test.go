@@ -353,8 +353,14 @@ func TestSaveRowsManyRefusesBadRow(t *testing.T) {
 		_, err := d.saveRowsMany(ctx, tx, 1, es, rowsPerInsert)
 		return err
 	})
-	if err == nil || !strings.Contains(err.Error(), "line 37: save thinking block 0") {
+	// Its thinking rows go many to an INSERT: the error names the lines
+	// of the INSERT that held the bad row (row by row names the row).
+	var from, to int
+	if err == nil || !strings.Contains(err.Error(), "UNIQUE constraint failed: thinking.entry, thinking.block") {
 		t.Fatalf("saveRowsMany over a repeated block: %v", err)
+	}
+	if _, serr := fmt.Sscanf(err.Error(), "lines %d-%d: save thinking blocks:", &from, &to); serr != nil || from > 37 || to < 37 {
+		t.Fatalf("saveRowsMany over a repeated block at line 37: %v", err)
 	}
 }
 

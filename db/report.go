@@ -103,8 +103,7 @@ func reportEntries(ctx context.Context, q querier, file int64) ([]Entry, error) 
 		return nil, fmt.Errorf("report entries of file %d: %w", file, err)
 	}
 	rows.Close()
-	trows, err := q.QueryContext(ctx, `SELECT entry, block, redacted, signed, chars FROM thinking
-		WHERE file = ? ORDER BY entry, block`, file)
+	trows, err := q.QueryContext(ctx, sqlReportThinking, file)
 	if err != nil {
 		return nil, fmt.Errorf("report thinking of file %d: %w", file, err)
 	}
@@ -124,6 +123,10 @@ func reportEntries(ctx context.Context, q querier, file int64) ([]Entry, error) 
 	}
 	return out, nil
 }
+
+// sqlReportThinking is a file's thinking blocks, through the first column
+// of thinking_file_sig (a few hundred blocks a session, sorted).
+const sqlReportThinking = `SELECT entry, block, redacted, signed, chars FROM thinking WHERE file = ? ORDER BY entry, block`
 
 func nullFloat64(n sql.NullFloat64) *float64 {
 	if !n.Valid {

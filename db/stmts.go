@@ -50,6 +50,11 @@ const (
 				JOIN sessions s ON s.file = t.file WHERE t.sig_digest = ?1 AND s.id = ?2 AND e.type = 'message')`
 	sqlInsertRelease = `INSERT INTO releases (conversation, branch, key, reason, compile, message, path, seq, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation, branch, key) DO NOTHING`
+	// A session's report aggregate, kept at ingest (aggregate.go).
+	sqlPutAggregate = `INSERT INTO report_aggregates (file, sums, walk, fresh, updated_ms) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (file) DO UPDATE SET sums = excluded.sums, walk = excluded.walk, fresh = excluded.fresh, updated_ms = excluded.updated_ms`
+	sqlDeleteBreaks = `DELETE FROM report_breaks WHERE file = ?`
+	sqlInsertBreak  = `INSERT INTO report_breaks (file, data) VALUES (?, ?)`
 	// Tx.Savepoint's: the journal wraps every call of a shared commit in one.
 	sqlSavepoint        = `SAVEPOINT tx_savepoint`
 	sqlReleaseSavepoint = `RELEASE tx_savepoint`
@@ -59,7 +64,7 @@ const (
 var hotWriteSQL = []string{
 	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlInsertCompile,
 	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlInsertChunk, sqlDeleteChunk, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
-	sqlLinkStampInSession, sqlInsertRelease, sqlSavepoint, sqlReleaseSavepoint, sqlRollbackTo,
+	sqlLinkStampInSession, sqlInsertRelease, sqlPutAggregate, sqlDeleteBreaks, sqlInsertBreak, sqlSavepoint, sqlReleaseSavepoint, sqlRollbackTo,
 }
 
 // hotStmts are hotWriteSQL prepared on the writer, by query text. Read-only

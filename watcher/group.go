@@ -13,7 +13,8 @@ import (
 // maxGroupFiles of them, in one call), and it reads the next run while the
 // sink commits the last: the reads touch no watcher state (their own
 // reader, their own open files), so on a machine with two cores the
-// parsing hides behind the database instead of adding to it.
+// parsing hides behind the database instead of adding to it. What the
+// sink can do without the database (Config.Prepare) is done there too.
 //
 // Anything unusual leaves the group and takes the ordinary way, one file
 // at a time (visitFile), which finds and records what it is: a file that
@@ -152,6 +153,9 @@ func (w *Watcher) readCold(paths []string) []coldFile {
 		b, next, chk, eof, long, err := rd.readBatch(f, cur, fileCheck{}, nil, nil)
 		if err == nil && eof && long == nil && next.Offset > cur.Offset {
 			b.Kind, b.Path = Found, p
+			if w.cfg.Prepare != nil {
+				b.Prepared = w.cfg.Prepare(b)
+			}
 			cf.b, cf.next, cf.chk, cf.ok = b, next, chk, true
 			if fi2, err := f.Stat(); err == nil && fi2.Size() == cf.key.size && fi2.ModTime().UnixNano() == cf.key.mtime {
 				cf.seen = true

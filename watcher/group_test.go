@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -249,4 +250,52 @@ func TestColdScanGroupRefused(t *testing.T) {
 		t.Errorf("refused file: batches %v, want one Found", got)
 	}
 	r.stop(t)
+}
+
+// Config.Prepare is called with each batch of a group as it is read
+// ahead, and what it returns reaches the GroupSink with that batch; a
+// batch that goes the ordinary way is neither prepared nor carries one.
+func TestColdScanPrepare(t *testing.T) {
+	_, root := sessionsRoot(t)
+	sessions, big, _, _, _ := coldArchive(t, root, 12)
+	var mu sync.Mutex
+	prepared := map[string]int{}
+	mark := func(b Batch) string { return fmt.Sprint(b.Path, " ", len(b.Entries), " ", b.Cursor.Offset) }
+	s := newStore()
+	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}, MaxBatchBytes: 128 << 10, Rescan: time.Hour,
+		Prepare: func(b Batch) any {
+			mu.Lock()
+			prepared[b.Path]++
+			mu.Unlock()
+			return mark(b)
+		}}
+	firstScan(t, cfg, s, nil).stop(t)
+	s.mu.Lock()
+	groups := slices.Clone(s.groups)
+	batches := slices.Clone(s.batches)
+	s.mu.Unlock()
+	grouped := 0
+	for _, g := range groups {
+		for _, b := range g {
+			grouped++
+			if b.Prepared != mark(b) {
+				t.Errorf("%s: prepared %v, want %q", b.Path, b.Prepared, mark(b))
+			}
+		}
+	}
+	if grouped < len(sessions) {
+		t.Fatalf("%d batches grouped, want at least %d", grouped, len(sessions))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, b := range batches {
+		if b.Path == big && (b.Prepared != nil || prepared[big] != 0) {
+			t.Errorf("the file larger than a batch: prepared %d times, carries %v", prepared[big], b.Prepared)
+		}
+	}
+	for p := range sessions {
+		if prepared[p] != 1 {
+			t.Errorf("%s prepared %d times, want once", p, prepared[p])
+		}
+	}
 }

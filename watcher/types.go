@@ -46,6 +46,9 @@ type Batch struct {
 	Header  *Header
 	Entries []Entry
 	Errors  []IngestError
+	// Prepared is what Config.Prepare returned for a batch of a group
+	// (group.go), nil otherwise: the sink's own.
+	Prepared any
 }
 
 // Header is a session file's first line.

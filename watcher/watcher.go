@@ -52,6 +52,12 @@ type Config struct {
 	// in one call during a rescan (group.go): a first scan of an archive
 	// of small files commits once per MaxBatchBytes, not once per file.
 	GroupSink GroupSink
+	// Prepare, when set, is called with each batch of a group on the
+	// goroutine that reads the group ahead, while the sink commits the
+	// group before it; what it returns is the batch's Prepared. It lets
+	// the sink do there the work that needs no database (group.go). It
+	// must not call the sink.
+	Prepare func(Batch) any
 }
 
 const readChunk = 256 << 10
