@@ -132,7 +132,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 			return err
 		}
 		if out.Owner {
-			if err := tx.UpsertBranch(ctx, db.BranchRow{Conversation: c.id, Branch: rec.Branch, Owner: rec.ID, CreatedMs: now}); err != nil {
+			if err := tx.SetBranchOwner(ctx, c.id, rec.Branch, rec.ID, now); err != nil {
 				return err
 			}
 		}
@@ -158,8 +158,8 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := c.sweepChunks(ctx, tx, plan, nil); err != nil {
 			return err
 		}
-		if err := emit(api.EventAccept, c.id, map[string]any{"compileId": rec.ID, "branch": rec.Branch,
-			"stamped": len(stamped), "released": len(released), "owner": out.Owner, "reply": len(call.Reply) > 0}); err != nil {
+		if err := emit(api.EventAccept, c.id, acceptFields{Branch: rec.Branch, CompileID: rec.ID, Owner: out.Owner,
+			Released: len(released), Reply: len(call.Reply) > 0, Stamped: len(stamped)}); err != nil {
 			return err
 		}
 		if len(released) > 0 {
@@ -200,4 +200,17 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	}
 	c.applyRetention(plan)
 	return &api.AcceptAnswer{Accepted: true, Stamped: len(stamped), Released: len(released)}, convID, nil
+}
+
+// acceptFields is an accept event's fields (api.md, "accept"). A struct,
+// not a map: marshalling it costs a fraction of a map's (no key sort, no
+// boxed values), on every accept. Its fields are in the keys' sorted
+// order, so the JSON is byte for byte what a map of them gave.
+type acceptFields struct {
+	Branch    string `json:"branch"`
+	CompileID string `json:"compileId"`
+	Owner     bool   `json:"owner"`
+	Released  int    `json:"released"`
+	Reply     bool   `json:"reply"`
+	Stamped   int    `json:"stamped"`
 }

@@ -107,6 +107,22 @@ func (t *Tx) UpsertBranch(ctx context.Context, b BranchRow) error {
 	return nil
 }
 
+// SetBranchOwner makes owner the owner of a branch whose row exists: an
+// accept's one change to it, without UpsertBranch's insert attempt (an
+// accept that makes its compile the owner does this every turn). A branch
+// without a row is created (UpsertBranch), so a caller that is wrong about
+// the row still records the owner.
+func (t *Tx) SetBranchOwner(ctx context.Context, conversation, branch, owner string, createdMs int64) error {
+	res, err := txExec(ctx, t.tx, sqlSetBranchOwner, owner, conversation, branch)
+	if err != nil {
+		return fmt.Errorf("set owner of branch %s/%s: %w", conversation, branch, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	return t.UpsertBranch(ctx, BranchRow{Conversation: conversation, Branch: branch, Owner: owner, CreatedMs: createdMs})
+}
+
 // InsertCompile stores a compile record (rec.Seq is the row's seq).
 // Retention is the daemon's: it picks what to forget from its mirror of
 // the conversation and calls ForgetCompiles in the same transaction.

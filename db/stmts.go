@@ -29,14 +29,15 @@ const (
 	sqlUpsertBranch = `INSERT INTO branches (conversation, branch, owner, parent_conversation, parent_branch, parent_release, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation, branch) DO UPDATE SET owner = coalesce(excluded.owner, branches.owner)`
-	sqlInsertCompile = `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`
-	sqlMarkAccepted  = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, last_read = ? WHERE id = ? AND accepted_ms IS NULL`
-	sqlNullRecord    = `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`
-	sqlForgetCompile = `DELETE FROM compiles WHERE id = ?`
-	sqlInsertChunk   = `INSERT INTO record_chunks (conversation, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
-	sqlDeleteChunk   = `DELETE FROM record_chunks WHERE conversation = ? AND hash = ?`
-	sqlUpdateRecord  = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
-	sqlInsertStamp   = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
+	sqlSetBranchOwner = `UPDATE branches SET owner = ? WHERE conversation = ? AND branch = ?`
+	sqlInsertCompile  = `INSERT INTO compiles (seq, id, conversation, branch, created_ms, record) VALUES (?, ?, ?, ?, ?, ?)`
+	sqlMarkAccepted   = `UPDATE compiles SET accepted_ms = ?, stamped = ?, released = ?, last_read = ? WHERE id = ? AND accepted_ms IS NULL`
+	sqlNullRecord     = `UPDATE compiles SET record = NULL WHERE id = ? AND accepted_ms IS NOT NULL`
+	sqlForgetCompile  = `DELETE FROM compiles WHERE id = ?`
+	sqlInsertChunk    = `INSERT INTO record_chunks (conversation, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlDeleteChunk    = `DELETE FROM record_chunks WHERE conversation = ? AND hash = ?`
+	sqlUpdateRecord   = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
+	sqlInsertStamp    = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	// sqlBlockEntry is the newest message of a session holding a block
 	// (by digest): the session's files (sessions_id), then each file's
@@ -62,7 +63,7 @@ const (
 )
 
 var hotWriteSQL = []string{
-	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlInsertCompile,
+	sqlAppendEvent, sqlIngestHighWater, sqlLastReleaseID, sqlUpsertConv, sqlUpsertBranch, sqlSetBranchOwner, sqlInsertCompile,
 	sqlMarkAccepted, sqlNullRecord, sqlForgetCompile, sqlInsertChunk, sqlDeleteChunk, sqlUpdateRecord, sqlInsertStamp, sqlLinkStampEntry,
 	sqlLinkStampInSession, sqlInsertRelease, sqlPutAggregate, sqlDeleteBreaks, sqlInsertBreak, sqlSavepoint, sqlReleaseSavepoint, sqlRollbackTo,
 }
