@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/db"
 )
 
 // growingConversation is a host's long conversation compiled by reference
@@ -37,6 +38,43 @@ type growingConversation struct {
 	hash   hash.Hash
 	hashed int
 	size   int
+
+	// pi, when set, makes the conversation a pi session: before each
+	// turn its new messages are ingested as the session file's entries
+	// (one per message, each the child of the one before), and the
+	// compile names the last as its leaf, as the pi extension does.
+	pi *piSession
+}
+
+// piSession is the session file a pi conversation's messages are written
+// to, as far as ingested.
+type piSession struct {
+	path     string
+	ingested int // messages written as entries
+	leaf     string
+}
+
+// ingest writes g's messages not yet in the session file as its entries.
+func (s *piSession) ingest(tb testing.TB, g *growingConversation) {
+	var es []db.Entry
+	for i := s.ingested; i < len(g.msgs); i++ {
+		var m struct{ Role string }
+		if err := json.Unmarshal(g.msgs[i], &m); err != nil {
+			tb.Fatal(err)
+		}
+		id := fmt.Sprintf("%s-e%d", g.conv, i)
+		es = append(es, db.Entry{Line: i + 2, Offset: int64(1000 * (i + 2)), Length: 1000, Type: "message", Role: m.Role, ID: id, ParentID: s.leaf})
+		s.leaf = id
+	}
+	b := db.Batch{Kind: db.Grew, Path: s.path, Entries: es,
+		Cursor: db.Cursor{Path: s.path, Ino: 1, Offset: int64(1000 * (len(g.msgs) + 2)), Lines: len(g.msgs) + 1}}
+	if s.ingested == 0 {
+		b.Kind, b.Header = db.Found, &db.Header{ID: g.conv, Version: 3, Cwd: "/"}
+	}
+	if _, err := g.e.db.Ingest(tb.Context(), b); err != nil {
+		tb.Fatal(err)
+	}
+	s.ingested = len(g.msgs)
 }
 
 // digestUpTo is digestOf(g.msgs[:n]) for n never below the last call's.
@@ -64,6 +102,10 @@ var turnPad = strings.Repeat("package main\n", 60)
 // signed thinking block and a tool result (about 1.5 KB).
 func (g *growingConversation) turn(tb testing.TB) {
 	call := &api.CompileCall{Conversation: g.conv, Branch: "main", Return: api.ReturnPlan}
+	if g.pi != nil {
+		g.pi.ingest(tb, g)
+		call.Branch = g.pi.leaf
+	}
 	if g.last != "" && g.lastN > 1 {
 		call.Base = &api.CompileBase{CompileID: g.last, Messages: g.lastN - 1, Digest: g.digestUpTo(g.lastN - 1)}
 		call.Request = bodyWith(g.msgs[g.lastN-1:])
@@ -118,10 +160,24 @@ func processCPU() time.Duration {
 // the same machine). Reported: each one's history, wall and CPU ms per turn
 // in Compile and Accept alone (ns/op adds the test's own building of the
 // bodies), and the slope between them: ms per MB of history, flat when 0.
+//
+//   - host: a host without pi's tree (one branch);
+//   - pi: the conversations are pi sessions whose files are ingested
+//     before each turn (outside the measured time), each compile naming its
+//     leaf, as the pi extension does: the compile reads the leaf's path.
 func BenchmarkTurnByReference(b *testing.B) {
+	for _, pi := range []bool{false, true} {
+		b.Run(map[bool]string{false: "host", true: "pi"}[pi], func(b *testing.B) { turnByReference(b, pi) })
+	}
+}
+
+func turnByReference(b *testing.B, pi bool) {
 	e := newBindingEnv(b, nil)
 	short := &growingConversation{e: e, conv: "short"}
 	long := &growingConversation{e: e, conv: "long"}
+	if pi {
+		short.pi, long.pi = &piSession{path: "/s/short.jsonl"}, &piSession{path: "/s/long.jsonl"}
+	}
 	short.add(json.RawMessage(`{"role":"user","content":"start"}`))
 	long.add(json.RawMessage(`{"role":"user","content":"start"}`))
 	for short.turns < 100 {
