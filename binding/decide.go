@@ -312,53 +312,38 @@ type decider struct {
 	attributed map[Digest]*Stamp
 	attrOrder  []Digest
 	skipped    map[int][]string
-	// reads memoizes models.Reads(req.Model, minter) by minter: a long
-	// conversation's blocks were minted by one or two models, and
-	// normalizing both names again for every block was a third of a
-	// compile's decision.
-	reads  map[string]bool
-	binds1 map[string]bool // minterBinds
-	// the last minter asked, answered without a map (every block of a
-	// long conversation asks both, and all but a few name one minter)
-	lastMinter                      string
-	lastKnown, lastReads, lastBinds bool
+	// minters memoizes minter's facts (minter), last the last one asked
+	minters    map[string]minterFacts
+	lastMinter string
+	lastKnown  bool
+	last       minterFacts
 }
 
-// minterLast answers targetReads and minterBinds for minter when it is
-// the last one asked.
-func (d *decider) minterLast(minter string) (reads, binds, ok bool) {
-	if d.lastKnown && d.lastMinter == minter {
-		return d.lastReads, d.lastBinds, true
+// minterFacts is what the decision asks of a block's minting model.
+type minterFacts struct {
+	reads bool // the target reads its blocks (models.Reads)
+	binds bool // it binds its blocks to their prefix (models.Binds)
+}
+
+// minter is minter's facts, worked out once per minter: a long
+// conversation's blocks were minted by one or two models, and normalizing
+// both names again for every block was a third of a compile's decision.
+// The last minter asked is answered without the map: all but a few of a
+// conversation's blocks name one.
+func (d *decider) minter(name string) minterFacts {
+	if d.lastKnown && d.lastMinter == name {
+		return d.last
 	}
-	return false, false, false
-}
-
-// remember makes minter the last one asked.
-func (d *decider) remember(minter string) {
-	d.lastMinter, d.lastKnown = minter, true
-	d.lastReads, d.lastBinds = d.targetReadsMap(minter), d.minterBindsMap(minter)
-}
-
-// targetReads is d.models.Reads(d.req.Model, minter), once per minter.
-func (d *decider) targetReads(minter string) bool {
-	r, _, ok := d.minterLast(minter)
+	f, ok := d.minters[name]
 	if !ok {
-		d.remember(minter)
-		r = d.lastReads
-	}
-	return r
-}
-
-func (d *decider) targetReadsMap(minter string) bool {
-	r, ok := d.reads[minter]
-	if !ok {
-		if d.reads == nil {
-			d.reads = map[string]bool{}
+		f = minterFacts{reads: d.models.Reads(d.req.Model, name), binds: d.models.Binds(name)}
+		if d.minters == nil {
+			d.minters = map[string]minterFacts{}
 		}
-		r = d.models.Reads(d.req.Model, minter)
-		d.reads[minter] = r
+		d.minters[name] = f
 	}
-	return r
+	d.lastMinter, d.lastKnown, d.last = name, true, f
+	return f
 }
 
 func (d *decider) collect() {
@@ -406,28 +391,6 @@ func (d *decider) stamp(t *tblock) *Stamp {
 		return t.in
 	}
 	return d.attributed[t.key]
-}
-
-// minterBinds is d.models.Binds(minter), once per minter (see reads).
-func (d *decider) minterBinds(minter string) bool {
-	_, b, ok := d.minterLast(minter)
-	if !ok {
-		d.remember(minter)
-		b = d.lastBinds
-	}
-	return b
-}
-
-func (d *decider) minterBindsMap(minter string) bool {
-	r, ok := d.binds1[minter]
-	if !ok {
-		if d.binds1 == nil {
-			d.binds1 = map[string]bool{}
-		}
-		r = d.models.Binds(minter)
-		d.binds1[minter] = r
-	}
-	return r
 }
 
 // decide runs verdicts and the kept set to a fixed point with the dropped
@@ -703,7 +666,7 @@ func (d *decider) verdicts() {
 		if ok && t.signed {
 			t.stamped = true
 			t.pred = st.Pred
-			t.unreadable = !d.targetReads(st.Model)
+			t.unreadable = !d.minter(st.Model).reads
 		}
 		switch {
 		case !t.signed:
@@ -718,7 +681,7 @@ func (d *decider) verdicts() {
 			t.reason = ReasonNoStamp
 		case t.unreadable:
 			t.reason = ReasonModelUnreadable
-		case !d.minterBinds(st.Model):
+		case !d.minter(st.Model).binds:
 			t.reason = ReasonModelUnbound
 		case st.Chain != t.chain && (!t.hasKept0 || st.Chain != t.kept0):
 			t.reason = ReasonPrefixChanged
