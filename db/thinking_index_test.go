@@ -78,25 +78,7 @@ func TestBlockLookupsUseFileSigIndex(t *testing.T) {
 // signed or not, are found, read and cleared by file, and by digest
 // within their session, as before.
 func TestUpgradeFromVersion10ThinkingIndex(t *testing.T) {
-	raw, path := databaseAt(t, "v10.db", 10)
-	sig := digest("shared")
-	for _, q := range []string{
-		`INSERT INTO files (id, path, dev, ino, offset, lines, updated_ms) VALUES (1, '/a.jsonl', 1, 1, 10, 2, 0), (2, '/b.jsonl', 1, 2, 10, 3, 0)`,
-		`INSERT INTO sessions (file, id, cwd, version) VALUES (1, 'sid', '/', 3), (2, 'other', '/', 3)`,
-		`INSERT INTO entries (seq, file, id, type, line, offset, length) VALUES (1, 1, 'a', 'message', 2, 0, 1), (2, 2, 'b1', 'message', 2, 0, 1), (3, 2, 'b2', 'message', 3, 1, 1)`,
-		`INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES
-			(1, 0, 1, 0, 1, ?1, 5), (2, 0, 2, 0, 1, ?1, 5), (3, 0, 2, 0, 1, ?1, 5), (3, 1, 2, 0, 0, NULL, 7)`,
-	} {
-		if _, err := raw.Exec(q, sig); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	raw.Close()
-	d, err := Open(t.Context(), path, Options{})
-	if err != nil {
-		t.Fatalf("open a version 10 database: %v", err)
-	}
-	defer d.Close()
+	d, sig := openWithSharedBlock(t, 10)
 	if v, err := d.SchemaVersion(t.Context()); err != nil || v != LatestSchemaVersion() || v < 11 {
 		t.Fatalf("upgraded to version %d (%v), want %d", v, err, LatestSchemaVersion())
 	}
@@ -116,29 +98,41 @@ func TestUpgradeFromVersion10ThinkingIndex(t *testing.T) {
 	if got := fmt.Sprint(es[0].Thinking, es[1].Thinking); len(es) != 2 || got != fmt.Sprintf("%v %v", []Thinking{{Index: 0, Signed: true, Chars: 5}}, []Thinking{{Index: 0, Signed: true, Chars: 5}, {Index: 1, Chars: 7}}) {
 		t.Errorf("file 2's report blocks: %s", got)
 	}
-	for session, want := range map[string]string{"sid": "a", "other": "b2"} {
-		got, err := d.BlockEntries(t.Context(), session, []binding.Digest{binding.Digest(sig)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 1 || got[binding.Digest(sig)] != want {
-			t.Errorf("session %s: block entries %v, want %s", session, got, want)
-		}
-	}
+	checkSessionBlockEntries(t, d, sig)
 }
 
 // A version 9 database (thinking_sig on the digest alone) upgrades to the
 // (file, digest) index, and its blocks are found as before, each in its
 // own session.
 func TestUpgradeFromVersion9ThinkingIndex(t *testing.T) {
-	raw, path := databaseAt(t, "v9.db", 9)
+	d, sig := openWithSharedBlock(t, 9)
+	if v, err := d.SchemaVersion(t.Context()); err != nil || v != LatestSchemaVersion() || v < 10 {
+		t.Fatalf("upgraded to version %d (%v), want %d", v, err, LatestSchemaVersion())
+	}
+	if n := count(t, d, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'thinking_sig'`); n != 0 {
+		t.Errorf("thinking_sig kept")
+	}
+	checkBlockPlans(t, d)
+	checkSessionBlockEntries(t, d, sig)
+	if got, err := d.BlockEntries(t.Context(), "none", []binding.Digest{binding.Digest(sig)}); err != nil || len(got) != 0 {
+		t.Errorf("a session without the block: %v, %v", got, err)
+	}
+}
+
+// openWithSharedBlock makes a database at schema version v holding two
+// sessions' files whose signed blocks share one digest (file 2 holds it
+// twice, and an unsigned block after it), opens it (which upgrades it)
+// and returns it with the digest.
+func openWithSharedBlock(t *testing.T, v int) (*DB, []byte) {
+	t.Helper()
+	raw, path := databaseAt(t, fmt.Sprintf("v%d.db", v), v)
 	sig := digest("shared")
 	for _, q := range []string{
 		`INSERT INTO files (id, path, dev, ino, offset, lines, updated_ms) VALUES (1, '/a.jsonl', 1, 1, 10, 2, 0), (2, '/b.jsonl', 1, 2, 10, 3, 0)`,
 		`INSERT INTO sessions (file, id, cwd, version) VALUES (1, 'sid', '/', 3), (2, 'other', '/', 3)`,
 		`INSERT INTO entries (seq, file, id, type, line, offset, length) VALUES (1, 1, 'a', 'message', 2, 0, 1), (2, 2, 'b1', 'message', 2, 0, 1), (3, 2, 'b2', 'message', 3, 1, 1)`,
 		`INSERT INTO thinking (entry, block, file, redacted, signed, sig_digest, chars) VALUES
-			(1, 0, 1, 0, 1, ?1, 5), (2, 0, 2, 0, 1, ?1, 5), (3, 0, 2, 0, 1, ?1, 5), (3, 1, 2, 0, 0, NULL, 5)`,
+			(1, 0, 1, 0, 1, ?1, 5), (2, 0, 2, 0, 1, ?1, 5), (3, 0, 2, 0, 1, ?1, 5), (3, 1, 2, 0, 0, NULL, 7)`,
 	} {
 		if _, err := raw.Exec(q, sig); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -147,16 +141,16 @@ func TestUpgradeFromVersion9ThinkingIndex(t *testing.T) {
 	raw.Close()
 	d, err := Open(t.Context(), path, Options{})
 	if err != nil {
-		t.Fatalf("open a version 9 database: %v", err)
+		t.Fatalf("open a version %d database: %v", v, err)
 	}
-	defer d.Close()
-	if v, err := d.SchemaVersion(t.Context()); err != nil || v != LatestSchemaVersion() || v < 10 {
-		t.Fatalf("upgraded to version %d (%v), want %d", v, err, LatestSchemaVersion())
-	}
-	if n := count(t, d, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'thinking_sig'`); n != 0 {
-		t.Errorf("thinking_sig kept")
-	}
-	checkBlockPlans(t, d)
+	t.Cleanup(func() { d.Close() })
+	return d, sig
+}
+
+// checkSessionBlockEntries: openWithSharedBlock's block is found in each
+// session's own file, the newest message holding it.
+func checkSessionBlockEntries(t *testing.T, d *DB, sig []byte) {
+	t.Helper()
 	for session, want := range map[string]string{"sid": "a", "other": "b2"} {
 		got, err := d.BlockEntries(t.Context(), session, []binding.Digest{binding.Digest(sig)})
 		if err != nil {
@@ -165,8 +159,5 @@ func TestUpgradeFromVersion9ThinkingIndex(t *testing.T) {
 		if len(got) != 1 || got[binding.Digest(sig)] != want {
 			t.Errorf("session %s: block entries %v, want %s", session, got, want)
 		}
-	}
-	if got, err := d.BlockEntries(t.Context(), "none", []binding.Digest{binding.Digest(sig)}); err != nil || len(got) != 0 {
-		t.Errorf("a session without the block: %v, %v", got, err)
 	}
 }
