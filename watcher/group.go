@@ -136,10 +136,16 @@ func (w *Watcher) visited() {
 }
 
 // readCold opens and reads each of paths as a new file's first batch,
-// with a reader of its own. It touches no watcher state: it may run while
-// Run's goroutine calls the sink.
+// with the cold reader (w.coldRd). It touches no other watcher state: it
+// may run while Run's goroutine calls the sink, but never while another
+// readCold runs.
+//
+// With Config.Prepare set, a batch's entries are Prepare's to take: it is
+// handed to the sink with Prepared and without Entries, and the next file
+// is parsed into the same entry slice.
 func (w *Watcher) readCold(paths []string) []coldFile {
-	rd := newReader(readChunk, w.cfg.MaxLineBytes, w.cfg.MaxBatchBytes)
+	rd := w.coldRd
+	read0 := rd.read.Load()
 	out := make([]coldFile, len(paths))
 	for i, p := range paths {
 		out[i].path = p
@@ -155,6 +161,7 @@ func (w *Watcher) readCold(paths []string) []coldFile {
 			b.Kind, b.Path = Found, p
 			if w.cfg.Prepare != nil {
 				b.Prepared = w.cfg.Prepare(b)
+				rd.entries, b.Entries = b.Entries[:0], nil
 			}
 			cf.b, cf.next, cf.chk, cf.ok = b, next, chk, true
 			if fi2, err := f.Stat(); err == nil && fi2.Size() == cf.key.size && fi2.ModTime().UnixNano() == cf.key.mtime {
@@ -163,7 +170,7 @@ func (w *Watcher) readCold(paths []string) []coldFile {
 		}
 		f.Close()
 	}
-	w.rd.read.Add(rd.read.Load()) // tests count what the watcher read
+	w.rd.read.Add(rd.read.Load() - read0) // tests count what the watcher read
 	return out
 }
 

@@ -253,21 +253,39 @@ func TestColdScanGroupRefused(t *testing.T) {
 }
 
 // Config.Prepare is called with each batch of a group as it is read
-// ahead, and what it returns reaches the GroupSink with that batch; a
-// batch that goes the ordinary way is neither prepared nor carries one.
+// ahead, and what it returns reaches the GroupSink with that batch, which
+// no longer carries the entries Prepare took (the next file is parsed into
+// their slice); a batch that goes the ordinary way is neither prepared nor
+// carries one.
 func TestColdScanPrepare(t *testing.T) {
 	_, root := sessionsRoot(t)
 	sessions, big, _, _, _ := coldArchive(t, root, 12)
 	var mu sync.Mutex
 	prepared := map[string]int{}
-	mark := func(b Batch) string { return fmt.Sprint(b.Path, " ", len(b.Entries), " ", b.Cursor.Offset) }
+	marks := map[string]string{} // path -> the batch as Prepare saw it
+	// A digest of the entries themselves: a slot reused before Prepare
+	// saw it would change it.
+	mark := func(b Batch) string {
+		ids := make([]string, len(b.Entries))
+		for i, e := range b.Entries {
+			ids[i] = fmt.Sprint(e.Line, e.ID, e.Type, e.Offset, e.Length)
+		}
+		return fmt.Sprint(b.Path, " ", b.Cursor.Offset, " ", ids)
+	}
 	s := newStore()
 	cfg := Config{Roots: []Root{{Dir: root, Recursive: true}}, MaxBatchBytes: 128 << 10, Rescan: time.Hour,
 		Prepare: func(b Batch) any {
 			mu.Lock()
 			prepared[b.Path]++
 			mu.Unlock()
-			return mark(b)
+			if len(b.Entries) == 0 {
+				t.Errorf("%s: prepared without entries", b.Path)
+			}
+			m := mark(b)
+			mu.Lock()
+			marks[b.Path] = m
+			mu.Unlock()
+			return m
 		}}
 	firstScan(t, cfg, s, nil).stop(t)
 	s.mu.Lock()
@@ -278,8 +296,14 @@ func TestColdScanPrepare(t *testing.T) {
 	for _, g := range groups {
 		for _, b := range g {
 			grouped++
-			if b.Prepared != mark(b) {
-				t.Errorf("%s: prepared %v, want %q", b.Path, b.Prepared, mark(b))
+			mu.Lock()
+			want := marks[b.Path]
+			mu.Unlock()
+			if b.Prepared != want {
+				t.Errorf("%s: prepared %v, want %q", b.Path, b.Prepared, want)
+			}
+			if b.Entries != nil {
+				t.Errorf("%s: the group's batch carries %d entries Prepare took", b.Path, len(b.Entries))
 			}
 		}
 	}

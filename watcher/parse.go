@@ -102,18 +102,31 @@ func NewParser(path string) *Parser { return &Parser{Path: path} }
 //   - Every later value becomes an Entry; unknown types are kept, their Type
 //     verbatim.
 func (p *Parser) Line(line []byte, offset int64) Parsed {
+	e := &Entry{}
+	res, kept := p.lineInto(line, offset, e)
+	if kept {
+		res.Entry = e
+	}
+	return res
+}
+
+// lineInto is Line parsing the entry, if the line holds one, into *e (which
+// must be zero) instead of a new Entry: the reader parses a batch's lines
+// straight into the batch's slice. kept reports whether *e is an entry;
+// res.Entry is left nil.
+func (p *Parser) lineInto(line []byte, offset int64, e *Entry) (res Parsed, kept bool) {
 	p.State.Lines++
 	lineNo := p.State.Lines
 	length := len(line)
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
-		return Parsed{}
+		return Parsed{}, false
 	}
 	if p.State.NotSession {
-		return Parsed{}
+		return Parsed{}, false
 	}
 	if !jsonscan.Valid(line) {
-		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "malformed JSON"}}
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "malformed JSON"}}, false
 	}
 	value := p.State.Values
 	p.State.Values++
@@ -121,24 +134,24 @@ func (p *Parser) Line(line []byte, offset int64) Parsed {
 	if line[i] != '{' {
 		if p.State.Version == 0 {
 			p.State.NotSession = true
-			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header (not an object); file ignored until rewritten"}}
+			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header (not an object); file ignored until rewritten"}}, false
 		}
-		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "line is not a JSON object"}}
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "line is not a JSON object"}}, false
 	}
 	if p.State.Version == 0 {
 		h, ok := parseHeader(line)
 		if !ok {
 			p.State.NotSession = true
-			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header; file ignored until rewritten"}}
+			return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "first line is not a session header; file ignored until rewritten"}}, false
 		}
 		p.State.Version = h.Version
-		return Parsed{Header: h}
+		return Parsed{Header: h}, false
 	}
-	e := &Entry{Line: lineNo, Offset: offset, Length: length}
+	e.Line, e.Offset, e.Length = lineNo, offset, length
 	var odd string
 	p.parseEntry(line, e, &odd)
 	if e.Type == "session" {
-		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "second session header skipped"}}
+		return Parsed{Err: &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: "second session header skipped"}}, false
 	}
 	if p.State.Version < 2 {
 		e.ID = V1ID(value)
@@ -150,7 +163,7 @@ func (p *Parser) Line(line []byte, offset int64) Parsed {
 	if odd != "" {
 		err = &IngestError{Path: p.Path, Line: lineNo, Offset: offset, Reason: odd, Kept: true}
 	}
-	return Parsed{Entry: e, Err: err}
+	return Parsed{Err: err}, true
 }
 
 func parseHeader(b []byte) (*Header, bool) {

@@ -20,7 +20,10 @@ type reader struct {
 	buf      []byte
 	scratch  []byte // 2*checkWindow, for verification
 	tail     window
-	read     atomic.Int64 // bytes read from files, ever (tests: what is read once stays read once)
+	// entries, when not nil, is the slice the next batch's entries are
+	// parsed into (readCold gives a batch's back once Prepare took them).
+	entries []Entry
+	read    atomic.Int64 // bytes read from files, ever (tests: what is read once stays read once)
 }
 
 func newReader(chunk, maxLine, maxBatch int) *reader {
@@ -60,6 +63,7 @@ func (r *reader) readBatch(f *os.File, cur Cursor, chk fileCheck, prevTail []byt
 	p := Parser{Path: cur.Path, State: chk.state}
 	p.State.Lines = cur.Lines
 	b.Cursor = cur
+	b.Entries, r.entries = r.entries, nil
 
 	r.tail.reset(prevTail)
 	base := cur.Offset // file offset of buf[0]
@@ -135,12 +139,15 @@ func (r *reader) readBatch(f *os.File, cur Cursor, chk fileCheck, prevTail []byt
 				p.State.Lines++
 				skipping = false
 			} else {
-				res := p.Line(line, off)
+				// The line is parsed into the batch's next slot, which
+				// is given back when the line holds no entry.
+				b.Entries = append(b.Entries, Entry{})
+				res, kept := p.lineInto(line, off, &b.Entries[len(b.Entries)-1])
+				if !kept {
+					b.Entries = b.Entries[:len(b.Entries)-1]
+				}
 				if res.Header != nil {
 					b.Header = res.Header
-				}
-				if res.Entry != nil {
-					b.Entries = append(b.Entries, *res.Entry)
 				}
 				if res.Err != nil {
 					b.Errors = append(b.Errors, *res.Err)

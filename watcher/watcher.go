@@ -112,7 +112,11 @@ type Watcher struct {
 	fsw      *fsnotify.Watcher
 	degraded bool
 	rd       *reader
-	scanned  map[string]struct{} // folders listed by the rescan under way
+	// coldRd is readCold's: the read-ahead goroutine's, used by one group
+	// at a time (visitAll reads a group ahead only once the one before
+	// it has been handed over).
+	coldRd  *reader
+	scanned map[string]struct{} // folders listed by the rescan under way
 
 	lastPublish time.Time
 	beat        atomic.Int64 // unix ns: Run's loop last made progress (Beat)
@@ -172,6 +176,7 @@ func New(cfg Config, saved []Cursor) *Watcher {
 		files:    make(map[string]*fileState),
 		watches:  make(map[string]struct{}),
 		rd:       newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
+		coldRd:   newReader(readChunk, cfg.MaxLineBytes, cfg.MaxBatchBytes),
 	}
 	w.cfg.Roots = slices.Clone(cfg.Roots)
 	for i, r := range w.cfg.Roots {
