@@ -388,7 +388,9 @@ type Aggregator struct{ Prices *report.Prices }
 
 // BuildAggregate is the aggregate of a whole file's rows.
 func (g Aggregator) BuildAggregate(rows []db.Entry) (db.Aggregate, error) {
-	sums, walk, breaks, err := report.BuildAggregate(Entries(rows), g.Prices).Encode()
+	c := conversions.Get().(*entryConversion)
+	defer conversions.Put(c)
+	sums, walk, breaks, err := report.BuildAggregate(c.convert(rows), g.Prices).Encode()
 	if err != nil {
 		return db.Aggregate{}, err
 	}
@@ -403,7 +405,9 @@ func (g Aggregator) ExtendAggregate(prev db.Aggregate, rows []db.Entry) (db.Aggr
 	if err != nil {
 		return db.Aggregate{}, false, err
 	}
-	if !a.Extend(Entries(rows), g.Prices) {
+	c := conversions.Get().(*entryConversion)
+	defer conversions.Put(c)
+	if !a.Extend(c.convert(rows), g.Prices) {
 		return db.Aggregate{}, false, nil
 	}
 	sums, walk, breaks, err := a.Encode()
@@ -490,11 +494,35 @@ func readBack(path string, version int, entries []watcher.Entry, missing func(wa
 // report reads, with pi's cost split as the index holds it (rows ingested
 // before schema version 4 have Total alone, until CostsFromFile fills in
 // the split).
-func Entries(rows []db.Entry) []watcher.Entry {
-	out := make([]watcher.Entry, len(rows))
+func Entries(rows []db.Entry) []watcher.Entry { return new(entryConversion).convert(rows) }
+
+// entryConversion holds one conversion's entries and what they point to,
+// in a few slices rather than an allocation per entry. An aggregate's
+// build reuses one (conversions, a sync.Pool): the aggregate is encoded
+// before the build returns and keeps none of them.
+type entryConversion struct {
+	entries  []watcher.Entry
+	usage    []watcher.Usage
+	cost     []watcher.Cost
+	thinking []watcher.ThinkingBlock
+}
+
+var conversions = sync.Pool{New: func() any { return new(entryConversion) }}
+
+// convert converts rows into c's slices, overwriting what they held.
+func (c *entryConversion) convert(rows []db.Entry) []watcher.Entry {
+	blocks := 0
+	for i := range rows {
+		blocks += len(rows[i].Thinking)
+	}
+	// Sized once: the entries point into usage, cost and thinking.
+	c.entries = resized(c.entries, len(rows))
+	c.usage = resized(c.usage, len(rows))[:0]
+	c.cost = resized(c.cost, len(rows))[:0]
+	c.thinking = resized(c.thinking, blocks)[:0]
 	for i := range rows {
 		e := &rows[i]
-		w := &out[i]
+		w := &c.entries[i]
 		*w = watcher.Entry{
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
@@ -504,19 +532,30 @@ func Entries(rows []db.Entry) []watcher.Entry {
 		u := e.Usage
 		if u.Input != nil || u.Output != nil || u.CacheRead != nil || u.CacheWrite != nil || u.TotalTokens != nil || u.CostTotal != nil ||
 			u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
-			w.Usage = &watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens,
-				CacheWrite1h: u.CacheWrite1h, Reasoning: u.Reasoning}
+			c.usage = append(c.usage, watcher.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens,
+				CacheWrite1h: u.CacheWrite1h, Reasoning: u.Reasoning})
+			w.Usage = &c.usage[len(c.usage)-1]
 			if u.CostTotal != nil || u.CostInput != nil || u.CostOutput != nil || u.CostCacheRead != nil || u.CostCacheWrite != nil {
-				w.Usage.Cost = &watcher.Cost{Total: u.CostTotal, Input: u.CostInput, Output: u.CostOutput,
-					CacheRead: u.CostCacheRead, CacheWrite: u.CostCacheWrite}
+				c.cost = append(c.cost, watcher.Cost{Total: u.CostTotal, Input: u.CostInput, Output: u.CostOutput,
+					CacheRead: u.CostCacheRead, CacheWrite: u.CostCacheWrite})
+				w.Usage.Cost = &c.cost[len(c.cost)-1]
 			}
 		}
 		if len(e.Thinking) > 0 {
-			w.Thinking = make([]watcher.ThinkingBlock, len(e.Thinking))
-			for j, t := range e.Thinking {
-				w.Thinking[j] = watcher.ThinkingBlock{Index: t.Index, Redacted: t.Redacted, Signed: t.Signed, SigDigest: t.SigDigest, Chars: t.Chars}
+			n := len(c.thinking)
+			for _, t := range e.Thinking {
+				c.thinking = append(c.thinking, watcher.ThinkingBlock{Index: t.Index, Redacted: t.Redacted, Signed: t.Signed, SigDigest: t.SigDigest, Chars: t.Chars})
 			}
+			w.Thinking = c.thinking[n:len(c.thinking):len(c.thinking)]
 		}
 	}
-	return out
+	return c.entries
+}
+
+// resized is s with length n, reallocated only when too short.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
