@@ -99,7 +99,12 @@ func firstScan(tb testing.TB, ctx context.Context, w *watcher.Watcher, sink watc
 
 // ingestAll runs the watcher over the archive into a fresh database until
 // the first full scan is done, and checks every byte was ingested.
-func ingestAll(b *testing.B, a *archive) {
+func ingestAll(b *testing.B, a *archive) { ingestArchive(b, a, false) }
+
+// ingestArchive is ingestAll; wired, the ingest goes as wireBinding wires
+// the daemon's: through the journal (its events to a hub), each committed
+// batch then to the Binder's reply attribution.
+func ingestArchive(b *testing.B, a *archive, wired bool) {
 	dir := b.TempDir()
 	store, err := db.Open(context.Background(), filepath.Join(dir, "b.db"), db.Options{})
 	if err != nil {
@@ -110,6 +115,19 @@ func ingestAll(b *testing.B, a *archive) {
 	// aggregates.
 	store.SetReportAggregator(reporter.Aggregator{Prices: report.DefaultPrices()})
 	in := newIngester(store, nil, nil)
+	if wired {
+		hub := api.NewHub(0, nil)
+		defer hub.Close()
+		in.journal = &Journal{DB: store, Hub: hub}
+		binder := NewBinder(in.journal, BinderConfig{})
+		in.attribute = func(ctx context.Context, batch db.Batch, ing db.Ingested) error {
+			err := binder.Ingested(ctx, batch, ing)
+			if err != nil {
+				b.Errorf("attribute %s: %v", batch.Path, err)
+			}
+			return err
+		}
+	}
 	firstScan(b, context.Background(), watcher.New(watcher.Config{Roots: []watcher.Root{{Dir: filepath.Join(a.agent, "sessions"), Recursive: true}}, Rescan: time.Hour, GroupSink: in.sinkGroup, Prepare: in.prepare}, nil), in.sink)
 	if got := in.done.Load(); got != a.bytes {
 		b.Fatalf("ingested %d bytes of %d", got, a.bytes)
@@ -159,12 +177,19 @@ func BenchmarkColdIngest(b *testing.B) {
 // alternated inside each iteration, so both see the same machine load (it
 // is shared and noisy), reporting the ratio of their times: ingest time /
 // json.Valid time over the same archive.
-func BenchmarkColdIngestRatio(b *testing.B) {
+func BenchmarkColdIngestRatio(b *testing.B) { coldIngestRatio(b, false) }
+
+// BenchmarkColdIngestWired is BenchmarkColdIngestRatio with the ingest
+// wired as the daemon wires it (ingestArchive): the journal and the
+// reply attribution each batch then goes through.
+func BenchmarkColdIngestWired(b *testing.B) { coldIngestRatio(b, true) }
+
+func coldIngestRatio(b *testing.B, wired bool) {
 	a := genArchive(b, 100, 1<<20)
 	var ingestT, validT time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		ingestAll(b, a)
+		ingestArchive(b, a, wired)
 		t1 := time.Now()
 		validAll(b, a)
 		ingestT += t1.Sub(t0)
