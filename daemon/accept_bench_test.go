@@ -1,9 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -31,6 +35,11 @@ const acceptHosts = 16
 //   - turns: the hosts run compile, accept, compile, ... freely, as hosts
 //     do; turns/s counts whole turns (a compile's commit is deferred, its
 //     accept's syncs both), timed by the wall clock.
+//   - echo: the transport's floor. The same 16 hosts each POST an
+//     accept-sized body to a server on a Unix socket that only reads it
+//     and answers; ratio is calls/s against raw-rows/s. What an accept
+//     may cost beyond this, for the accepts ratio to reach a given value,
+//     is bindery's own work.
 //
 // writes/commit and writes/fsync are the journal's (Journal.Stats): how
 // many calls shared a transaction, and a synced one.
@@ -73,6 +82,9 @@ func BenchmarkConcurrentAccepts(b *testing.B) {
 		// accepts/s a round's CPU allows is 2 cores / this, whatever the
 		// other agents' load does to the wall clock.
 		b.ReportMetric(float64(accCPU.Microseconds())/float64(acceptHosts*round), "cpu-µs/accept")
+	})
+	b.Run("echo", func(b *testing.B) {
+		echoAccepts(b)
 	})
 	b.Run("turns", func(b *testing.B) {
 		e := newBindingEnv(b, nil)
@@ -202,4 +214,66 @@ func runHosts(b *testing.B, hosts []*acceptHost, fn func(h *acceptHost) error) {
 	if b.Failed() {
 		b.FailNow()
 	}
+}
+
+// echoAccepts is the echo case: HTTP over a Unix socket, keep-alive, one
+// client per host, and nothing behind the handler.
+func echoAccepts(b *testing.B) {
+	sock := filepath.Join(b.TempDir(), "echo")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"compile_id":"c","stamped":1}`))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	b.Cleanup(func() { hs.Close() })
+	raw := openRawBaseline(b)
+	clients := make([]*http.Client, acceptHosts)
+	for i := range clients {
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}
+		b.Cleanup(tr.CloseIdleConnections)
+		clients[i] = &http.Client{Transport: tr}
+	}
+	// An accept's body in the accepts case: the compile id and the reply.
+	body, err := json.Marshal(&api.AcceptCall{CompileID: "c-0123456789abcdef", Reply: reply("a-0-0")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rounds := 0
+	var rawDur, dur, cpu time.Duration
+	for b.Loop() {
+		rounds++
+		rawDur += raw.commit(b)
+		c0 := processCPU()
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() {
+				resp, err := c.Post("http://bindery/v1/accept", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("echo: %s", resp.Status)
+				}
+			})
+		}
+		wg.Wait()
+		dur += time.Since(t0)
+		cpu += processCPU() - c0
+	}
+	n := float64(acceptHosts * rounds)
+	b.ReportMetric(n/rawDur.Seconds(), "raw-rows/s")
+	b.ReportMetric(n/dur.Seconds(), "calls/s")
+	b.ReportMetric(rawDur.Seconds()/dur.Seconds(), "ratio")
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/call")
 }
