@@ -11,9 +11,11 @@ import (
 
 // BenchmarkCommit: one small batch (an assistant entry with a thinking
 // block, its cursor and its event) per transaction, as a live append is
-// committed. "ingest" is what the daemon does (atomic, not fsynced on its
-// own); "durable" is the same transaction fsynced before returning, as
-// every non-ingest write is. p50/p99 are per commit.
+// committed. Both are synced commits (DB.write and DB.Write both commit
+// Synced): "ingest" goes through DB.Ingest, the watcher's path (with its
+// fallback to one row per INSERT); "durable" writes the same rows inside
+// a DB.Write transaction, the path of every binding write. p50/p99 are
+// per commit.
 func BenchmarkCommit(b *testing.B) {
 	for _, durable := range []bool{false, true} {
 		name := "ingest"
