@@ -86,3 +86,60 @@ func TestParseSpare(t *testing.T) {
 		parseSpareAgrees(t, []byte(`{"messages":[{"role":"user","content":[{"type":"text","text":1}]}`), nil, memoryOf(long))
 	})
 }
+
+// TestParseSpareGrowing: a long conversation's turns, each parsed by
+// reference to the one before and given the memory of the turn before
+// that (as the daemon's bases hand it over, bases_spare.go). Each turn
+// asks a few messages more than the last; memory a turn had to make must
+// still hold the ask two turns later, when it comes back as the spare.
+// (Memory made to the exact size asked never held the next ask, and every
+// turn made new arrays.) The first turn is parsed whole, its memory sized
+// by its bytes, so the rule is checked from the memory of the second on.
+func TestParseSpareGrowing(t *testing.T) {
+	var mems []RequestMemory
+	var made []bool // the turn's memory was made new, not its spare
+	var prev []byte
+	var prevReq *Request
+	reused := 0
+	for turn := range 24 {
+		body := genRequestPrefix(9, 100+2*turn, 200)
+		want, err := ParseRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Parser{}
+		if prevReq != nil {
+			p.Known = &KnownPrefix{Body: prev, Request: prevReq, Messages: len(prevReq.Messages)}
+		}
+		var spare RequestMemory
+		if turn >= 2 {
+			spare = mems[turn-2]
+			p.Spare = spare
+		}
+		got, err := p.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn > 0 && p.KnownTaken() != len(prevReq.Messages) {
+			t.Fatalf("turn %d took %d known messages, want %d", turn, p.KnownTaken(), len(prevReq.Messages))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("turn %d: the parse differs from a parse without Known and Spare", turn)
+		}
+		mem := p.Built()
+		inSpare := turn >= 2 && &mem.Messages[:1][0] == &spare.Messages[:1][0]
+		if inSpare {
+			reused++
+		}
+		if turn >= 3 && made[turn-2] && !inSpare {
+			t.Fatalf("turn %d (%d messages) was not built in the memory turn %d made (capacity %d messages, %d blocks)",
+				turn, len(got.Messages), turn-2, cap(spare.Messages), cap(spare.Blocks))
+		}
+		mems, made = append(mems, mem), append(made, !inSpare)
+		prev, prevReq = body, got
+	}
+	if reused < 24/2 {
+		t.Fatalf("%d of 24 turns were built in their spare", reused)
+	}
+	t.Logf("%d of 24 turns built in their spare", reused)
+}
