@@ -24,12 +24,13 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		return nil
 	}
 	type reply struct {
-		e    db.Entry
+		e    *db.Entry // in batch.Entries: an Entry is too large to copy per reply
 		keys []binding.Digest
 	}
 	var replies []reply
 	var all []binding.Digest
-	for _, e := range batch.Entries {
+	for i := range batch.Entries {
+		e := &batch.Entries[i]
 		if e.Type != "message" || e.Role != "assistant" {
 			continue
 		}
