@@ -537,18 +537,13 @@ type PathEntry struct {
 // few new entries, not the path's depth; a parentId cycle ends it at the
 // cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
-	var file int64
-	err = d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
-		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
-	if err == sql.ErrNoRows {
-		return nil, false, nil
+	file, ok, err := d.sessionFile(ctx, session)
+	if err != nil || !ok {
+		return nil, false, wrapPath(err, session, entry)
 	}
+	nodes, _, err := d.walkKept(ctx, file, entry)
 	if err != nil {
-		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
-	}
-	nodes, err := d.walkKept(ctx, file, entry)
-	if err != nil {
-		return nil, false, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+		return nil, false, wrapPath(err, session, entry)
 	}
 	path = make([]PathEntry, 0, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -556,6 +551,59 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 		path = append(path, PathEntry{ID: n.id, Seq: n.seq, Type: n.typ, Role: n.role})
 	}
 	return path, len(path) > 0, nil
+}
+
+// SessionPathHas reports which of ids are entries on SessionPath(session,
+// entry), found as SessionPath's, without building the path: it walks as
+// SessionPath does and answers from the kept path's index. A compile in a
+// pi session asks it of the leaves its remembered compiles were made at,
+// every turn; building the whole path and a set of its ids was a third of
+// such a turn past a few thousand entries, growing with the session.
+func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []string) (on map[string]bool, found bool, err error) {
+	file, ok, err := d.sessionFile(ctx, session)
+	if err != nil || !ok {
+		return nil, false, wrapPath(err, session, entry)
+	}
+	nodes, kept, err := d.walkKept(ctx, file, entry)
+	if err != nil {
+		return nil, false, wrapPath(err, session, entry)
+	}
+	if len(nodes) == 0 {
+		return nil, false, nil
+	}
+	has := func(id string) bool { _, ok := kept.index(id); return ok }
+	if kept == nil {
+		// A path cut at a cycle is not kept (path_memo.go): index it here.
+		set := make(map[string]bool, len(nodes))
+		for i := range nodes {
+			set[nodes[i].id] = true
+		}
+		has = func(id string) bool { return set[id] }
+	}
+	on = make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if has(id) {
+			on[id] = true
+		}
+	}
+	return on, true, nil
+}
+
+// sessionFile is the live file of session (ok false: none is ingested).
+func (d *DB) sessionFile(ctx context.Context, session string) (file int64, ok bool, err error) {
+	err = d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return file, err == nil, err
+}
+
+func wrapPath(err error, session, entry string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("session path %s/%s: %w", session, entry, err)
 }
 
 // Ancestors returns entry and at most n-1 of its ancestors, nearest first,

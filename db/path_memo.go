@@ -98,10 +98,11 @@ func (p *pathMemos) drop(m *pathMemo) {
 }
 
 // keep remembers the path nodes (leaf first) walked in file at high;
-// from base, when nodes[split:] are base.nodes[from:].
-func (p *pathMemos) keep(file, high int64, nodes []walkNode, base *pathMemo, split, from int) {
+// from base, when nodes[split:] are base.nodes[from:]. It returns the kept
+// path (nil for no nodes).
+func (p *pathMemos) keep(file, high int64, nodes []walkNode, base *pathMemo, split, from int) *pathMemo {
 	if len(nodes) == 0 {
-		return
+		return nil
 	}
 	m := &pathMemo{file: file, high: high, nodes: nodes}
 	if base != nil && base.depth < pathMemoDepth {
@@ -125,6 +126,7 @@ func (p *pathMemos) keep(file, high int64, nodes []walkNode, base *pathMemo, spl
 		p.memos = append(p.memos[:0], p.memos[1:]...)
 	}
 	p.memos = append(p.memos, m)
+	return m
 }
 
 // current keeps of memos (file's) those still exact at high, reading in
@@ -182,11 +184,12 @@ func (d *DB) currentPaths(ctx context.Context, tx keptReads, file, high int64, m
 
 // walkKept is walkFrom(file, entry, 0) through the kept paths: it returns
 // the same nodes, leaf first, which the caller must not change (they may
-// be a kept path's).
-func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode, error) {
+// be a kept path's), and the kept path they are (nil when they are not
+// kept: a path cut at a cycle, or none).
+func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode, *pathMemo, error) {
 	rtx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rtx.Rollback()
 	tx := keptReads{d: d, tx: rtx}
@@ -194,7 +197,7 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 	rows, err := tx.QueryContext(ctx, `SELECT (SELECT max(seq) FROM entries WHERE file = ?1 AND id = ?2), (SELECT max(seq) FROM entries WHERE file = ?1)`,
 		file, entry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for rows.Next() {
 		err = rows.Scan(&seq, &high)
@@ -203,18 +206,18 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 		err = rerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !seq.Valid {
-		return nil, nil
+		return nil, nil, nil
 	}
 	memos, err := d.currentPaths(ctx, tx, file, high.Int64, d.paths.of(file))
 	if err != nil {
-		return nil, fmt.Errorf("kept paths: %w", err)
+		return nil, nil, fmt.Errorf("kept paths: %w", err)
 	}
 	for _, m := range memos {
 		if m.nodes[0].seq == seq.Int64 {
-			return m.nodes, nil // the same leaf, its path unchanged
+			return m.nodes, m, nil // the same leaf, its path unchanged
 		}
 	}
 	// Up a few entries first (a turn's), then further.
@@ -224,34 +227,33 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 		}
 		near, cyc, err := walkUp(ctx, tx, file, seq.Int64, reach)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i, n := range near {
 			for _, m := range memos {
 				if j, ok := m.index(n.id); ok && m.nodes[j].seq == n.seq {
 					nodes := append(near[:i:i], m.nodes[j:]...)
-					d.paths.keep(file, high.Int64, nodes, m, i, j)
-					return nodes, nil
+					return nodes, d.paths.keep(file, high.Int64, nodes, m, i, j), nil
 				}
 			}
 		}
 		if cyc != nil || len(near) < reach {
 			d.reportCycle(cyc)
-			if cyc == nil {
-				d.paths.keep(file, high.Int64, near, nil, 0, 0)
+			if cyc != nil {
+				return near, nil, nil
 			}
-			return near, nil
+			return near, d.paths.keep(file, high.Int64, near, nil, 0, 0), nil
 		}
 	}
 	nodes, cyc, err := walkUp(ctx, tx, file, seq.Int64, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d.reportCycle(cyc)
-	if cyc == nil {
-		d.paths.keep(file, high.Int64, nodes, nil, 0, 0)
+	if cyc != nil {
+		return nodes, nil, nil
 	}
-	return nodes, nil
+	return nodes, d.paths.keep(file, high.Int64, nodes, nil, 0, 0), nil
 }
 
 // keptReads runs a walk's queries in its read transaction through the

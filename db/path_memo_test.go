@@ -74,6 +74,35 @@ func keptIsWalk(t *testing.T, seed uint64) {
 	ingest(Found, 0)
 	check := func(step int, leaf string) {
 		t.Helper()
+		// SessionPathHas first on odd steps, so that either call may be
+		// the one that walks and keeps the path the other then uses.
+		has := func() {
+			t.Helper()
+			asked := append(slices.Clone(ids), "absent", "")
+			on, found, err := d.SessionPathHas(ctx, "grow", leaf, asked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := walkedPath(t, d, "grow", leaf)
+			if found != (len(want) > 0) {
+				t.Fatalf("step %d, leaf %s: SessionPathHas found %v, a walk from scratch %d entries", step, leaf, found, len(want))
+			}
+			wantOn := map[string]bool{}
+			for _, e := range want {
+				wantOn[e.ID] = true
+			}
+			for _, id := range asked {
+				if on[id] != wantOn[id] {
+					t.Fatalf("step %d, leaf %s: SessionPathHas says %s on the path: %v; a walk from scratch gives %v", step, leaf, id, on[id], pathIDs(want))
+				}
+			}
+			if len(on) > len(wantOn) {
+				t.Fatalf("step %d, leaf %s: SessionPathHas answered %d ids on a path of %d", step, leaf, len(on), len(wantOn))
+			}
+		}
+		if step%2 == 1 {
+			has()
+		}
 		got, found, err := d.SessionPath(ctx, "grow", leaf)
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +110,9 @@ func keptIsWalk(t *testing.T, seed uint64) {
 		want := walkedPath(t, d, "grow", leaf)
 		if found != (len(want) > 0) || !slices.Equal(got, want) {
 			t.Fatalf("step %d, leaf %s: path %v (found %v), a walk from scratch gives %v", step, leaf, pathIDs(got), found, pathIDs(want))
+		}
+		if step%2 == 0 {
+			has()
 		}
 	}
 	leaf := ids[0]
