@@ -50,14 +50,14 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 		return *session, nil
 	}
 	var err error
-	if f.path, err = b.branchPath(ctx, c.id, call.Branch, sessionRow); err != nil {
+	if f.path, err = b.branchPath(ctx, c, call.Branch, sessionRow); err != nil {
 		return nil, err
 	}
 	if !f.path.pi {
 		f.path.forkedFrom = c.forkedFrom(call)
 	}
 	keys := binding.StampKeys(req)
-	if f.path.pi && f.path.at == nil {
+	if f.path.pi && !f.path.found {
 		if err := b.provenAncestor(ctx, f.path, c.id, keys); err != nil {
 			return nil, err
 		}
@@ -162,26 +162,34 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 	}
 }
 
-// branchPath is what the compile's branch is on pi's tree: its path when
-// the leaf is ingested. A leaf not ingested yet (pi writes the reply after
-// the request) is still a leaf of pi's tree when bindery has ingested the
-// conversation's session (its row, from session).
-func (b *Binder) branchPath(ctx context.Context, conversation, branch string, session func() (db.Session, error)) (*pathInfo, error) {
+// branchPath is what the compile's branch is on pi's tree: whether the
+// leaf is ingested, and which of the leaves c's remembered compiles were
+// made at lie on its path (onBranch), the one question every compile asks
+// of the path. It asks the store exactly that (db.SessionPathHas): building
+// the whole path and a set of its ids each turn was a third of a pi turn
+// past a few thousand entries. The path itself is read only where a
+// release needs it (releaseTree). A leaf not ingested yet (pi writes the
+// reply after the request) is still a leaf of pi's tree when bindery has
+// ingested the conversation's session (its row, from session).
+func (b *Binder) branchPath(ctx context.Context, c *conv, branch string, session func() (db.Session, error)) (*pathInfo, error) {
 	pi := &pathInfo{memo: map[string]pathMemo{}}
 	if branch == "" {
 		return pi, nil
 	}
-	p, found, err := b.db.SessionPath(ctx, conversation, branch)
+	leaves := make([]string, 0, len(c.recorded))
+	seen := make(map[string]bool, len(c.recorded))
+	for e := range c.recorded {
+		if e.branch != branch && !seen[e.branch] {
+			seen[e.branch] = true
+			leaves = append(leaves, e.branch)
+		}
+	}
+	on, found, err := b.db.SessionPathHas(ctx, c.id, branch, leaves)
 	if err != nil {
-		return nil, fmt.Errorf("path of leaf %q in session %q: %w", branch, conversation, err)
+		return nil, fmt.Errorf("path of leaf %q in session %q: %w", branch, c.id, err)
 	}
 	if found {
-		pi.pi = true
-		pi.at = toBindingPath(p)
-		pi.on = make(map[string]bool, len(p))
-		for _, e := range p {
-			pi.on[e.ID] = true
-		}
+		pi.pi, pi.found, pi.on = true, true, on
 		return pi, nil
 	}
 	s, err := session()
@@ -263,9 +271,8 @@ func (b *Binder) forkAncestry(ctx context.Context, fork *binding.Fork, st *db.Co
 // other leaves: the leaves' paths and the blocks' entries, read only when
 // the compile's own path is known (otherwise every release reaches).
 func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch string, keys []binding.Digest) (*binding.ReleaseTree, error) {
-	tree := &binding.ReleaseTree{At: pi.at}
-	if pi.at == nil || len(c.releases) == 0 {
-		return tree, nil
+	if (!pi.found && pi.at == nil) || len(c.releases) == 0 {
+		return &binding.ReleaseTree{At: pi.at}, nil
 	}
 	inReq := make(map[binding.Digest]bool, len(keys))
 	for _, k := range keys {
@@ -280,8 +287,31 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 		}
 	}
 	if len(need) == 0 {
-		return tree, nil
+		// every release the request's blocks have is the branch's own
+		// or by signature: they reach whatever the tree (Reaches)
+		return &binding.ReleaseTree{At: pi.at}, nil
 	}
+	if pi.found && pi.at == nil {
+		// The leaf's path, read now that a release needs it; and the
+		// leaves on it again from this same read, so that the two
+		// agree whatever was ingested since branchPath.
+		p, found, err := b.db.SessionPath(ctx, c.id, branch)
+		if err != nil {
+			return nil, fmt.Errorf("path of leaf %q in session %q: %w", branch, c.id, err)
+		}
+		if !found {
+			// gone since branchPath (the file rewritten): as a leaf not
+			// ingested, every release reaches and every compile counts
+			pi.found, pi.on = false, nil
+			return &binding.ReleaseTree{}, nil
+		}
+		pi.at = toBindingPath(p)
+		pi.on = make(map[string]bool, len(p))
+		for _, e := range p {
+			pi.on[e.ID] = true
+		}
+	}
+	tree := &binding.ReleaseTree{At: pi.at}
 	entries, err := b.blockEntries(ctx, pi, c.id, need)
 	if err != nil {
 		return nil, err
@@ -369,9 +399,15 @@ func (b *Binder) parentOf(ctx context.Context, call *api.CompileCall, s db.Sessi
 
 // pathInfo is what a compile knows of a pi branch.
 type pathInfo struct {
-	pi bool                // the conversation is a pi session bindery has ingested
-	at []binding.PathEntry // the compile's leaf path, root first (nil when the leaf is not ingested)
-	on map[string]bool     // ids on at
+	pi bool // the conversation is a pi session bindery has ingested
+	// found: the compile's leaf is ingested; on then holds the leaves of
+	// the conversation's remembered compiles that lie on its path (every
+	// id on it once at is read)
+	found bool
+	on    map[string]bool
+	// at is the compile's leaf path, root first, read only for a release
+	// (releaseTree); or, proven, the path the request proves (nil: neither)
+	at []binding.PathEntry
 	// proven: the leaf is not ingested; at is the path of the deepest
 	// ancestor the request proves, so compiles off it may still be on the
 	// branch (made at leaves after it)
@@ -420,10 +456,6 @@ func (b *Binder) provenAncestor(ctx context.Context, pi *pathInfo, conversation 
 		}
 		if found {
 			pi.at = toBindingPath(p)
-			pi.on = make(map[string]bool, len(p))
-			for _, e := range p {
-				pi.on[e.ID] = true
-			}
 			pi.proven = true
 		}
 		return nil
@@ -487,7 +519,7 @@ func (pi *pathInfo) onBranch(branch, other string) bool {
 	if !pi.pi {
 		return pi.forkedFrom[other]
 	}
-	if pi.at == nil || pi.proven {
+	if !pi.found {
 		return true
 	}
 	return pi.on[other]

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// A release a host made at one leaf of a pi session reaches the leaves
+// below that leaf and no other (design/binding.md, "Branches and forks";
+// binding.ReleaseReaches decides it from the paths the daemon reads): the
+// block a2 minted, released at the fork f1, is stripped at f2 below f1 and
+// kept at u4 on the main line, whichever is compiled first, and again on
+// a second compile of each (its leaf's path then taken from a kept one).
+func TestPiReleaseReachesBelowItsLeaf(t *testing.T) {
+	for _, forkFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("forkFirst=", forkFirst), func(t *testing.T) {
+			e := newBindingEnv(t, nil)
+			const sid = "0193e6c4-cccc-7000-8000-000000000001"
+			p := &piIndex{tb: t, e: e, id: sid, path: "/sessions/" + sid + ".jsonl"}
+			compile := func(leaf string, turns []int, text string) *api.CompileAnswer {
+				t.Helper()
+				ans, err := e.client.Compile(t.Context(), &api.CompileCall{Conversation: sid, Branch: leaf, Request: piRequest(turns, text), Return: api.ReturnPlan})
+				if err != nil {
+					t.Fatalf("compile at %s: %v", leaf, err)
+				}
+				return ans
+			}
+			var turns []int
+			parent := ""
+			for i := 1; i <= 3; i++ {
+				u, a := fmt.Sprint("u", i), fmt.Sprint("a", i)
+				p.user(u, parent)
+				ans := compile(u, turns, fmt.Sprint("turn ", i))
+				if _, err := e.client.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply(fmt.Sprint("sig-", i))}); err != nil {
+					t.Fatalf("accept %d: %v", i, err)
+				}
+				p.assistant(a, u, fmt.Sprint("sig-", i))
+				turns = append(turns, i)
+				parent = a
+			}
+			// The fork after a2 refuses a2's block (messages.3 is a2).
+			p.user("f1", "a2")
+			fork := compile("f1", []int{1, 2}, "fork")
+			if r, err := e.client.Release(t.Context(), &api.ReleaseCall{Conversation: sid, CompileID: fork.CompileID, Path: "messages.3.content.0"}); err != nil || r.Released != 1 {
+				t.Fatalf("release at f1: %+v %v", r, err)
+			}
+			p.user("f2", "f1")
+			p.user("u4", "a3")
+			below := func() {
+				t.Helper()
+				if got := compile("f2", []int{1, 2}, "below the fork").ThinkingStripped; got != 1 {
+					t.Errorf("at f2, below the release's leaf: %d blocks stripped, want a2's", got)
+				}
+			}
+			aside := func() {
+				t.Helper()
+				if got := compile("u4", []int{1, 2, 3}, "main line").ThinkingStripped; got != 0 {
+					t.Errorf("at u4, off the release's leaf: %d blocks stripped, want none", got)
+				}
+			}
+			if forkFirst {
+				below()
+				aside()
+			} else {
+				aside()
+				below()
+			}
+			below()
+			aside()
+		})
+	}
+}
