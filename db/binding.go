@@ -537,13 +537,9 @@ type PathEntry struct {
 // few new entries, not the path's depth; a parentId cycle ends it at the
 // cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
-	file, ok, err := d.sessionFile(ctx, session)
-	if err != nil || !ok {
-		return nil, false, wrapPath(err, session, entry)
-	}
-	nodes, _, err := d.walkKept(ctx, file, entry)
+	nodes, _, err := d.walkSession(ctx, session, entry)
 	if err != nil {
-		return nil, false, wrapPath(err, session, entry)
+		return nil, false, err
 	}
 	path = make([]PathEntry, 0, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -560,13 +556,9 @@ func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []Pat
 // every turn; building the whole path and a set of its ids was a third of
 // such a turn past a few thousand entries, growing with the session.
 func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []string) (on map[string]bool, found bool, err error) {
-	file, ok, err := d.sessionFile(ctx, session)
-	if err != nil || !ok {
-		return nil, false, wrapPath(err, session, entry)
-	}
-	nodes, kept, err := d.walkKept(ctx, file, entry)
+	nodes, kept, err := d.walkSession(ctx, session, entry)
 	if err != nil {
-		return nil, false, wrapPath(err, session, entry)
+		return nil, false, err
 	}
 	if len(nodes) == 0 {
 		return nil, false, nil
@@ -589,21 +581,24 @@ func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []st
 	return on, true, nil
 }
 
-// sessionFile is the live file of session (ok false: none is ingested).
-func (d *DB) sessionFile(ctx context.Context, session string) (file int64, ok bool, err error) {
-	err = d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+// walkSession is walkKept from entry in the live file of session (no
+// nodes when neither is ingested).
+func (d *DB) walkSession(ctx context.Context, session, entry string) ([]walkNode, *pathMemo, error) {
+	var file int64
+	err := d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
 		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
 	if err == sql.ErrNoRows {
-		return 0, false, nil
+		return nil, nil, nil
 	}
-	return file, err == nil, err
-}
-
-func wrapPath(err error, session, entry string) error {
+	var nodes []walkNode
+	var kept *pathMemo
 	if err == nil {
-		return nil
+		nodes, kept, err = d.walkKept(ctx, file, entry)
 	}
-	return fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session path %s/%s: %w", session, entry, err)
+	}
+	return nodes, kept, nil
 }
 
 // Ancestors returns entry and at most n-1 of its ancestors, nearest first,
