@@ -49,6 +49,29 @@ func (p *piIndex) assistant(id, parent, sig string) {
 		Thinking: []db.Thinking{{Index: 0, Signed: true, SigDigest: d[:], Chars: 1}}})
 }
 
+// linear writes n turns of a linear session, u1 a1 ... un an, each
+// compiled at its user entry by compile and accepted with a reply signed
+// sig-<i> that the file then shows; it returns the compile ids.
+func (p *piIndex) linear(n int, compile func(leaf string, turns []int, text string) string) []string {
+	p.tb.Helper()
+	var ids []string
+	var turns []int
+	parent := ""
+	for i := 1; i <= n; i++ {
+		u, a := fmt.Sprint("u", i), fmt.Sprint("a", i)
+		p.user(u, parent)
+		id := compile(u, turns, fmt.Sprint("turn ", i))
+		if _, err := p.e.client.Accept(p.tb.Context(), &api.AcceptCall{CompileID: id, Reply: reply(fmt.Sprint("sig-", i))}); err != nil {
+			p.tb.Fatalf("accept %d: %v", i, err)
+		}
+		p.assistant(a, u, fmt.Sprint("sig-", i))
+		ids = append(ids, id)
+		turns = append(turns, i)
+		parent = a
+	}
+	return ids
+}
+
 // piRequest is the request pi sends at a user entry: turns earlier
 // exchanges (each reply with one thinking block signed sig-<i>), then text.
 func piRequest(turns []int, text string) []byte {
@@ -82,21 +105,7 @@ func TestConversationPiBranchesAreTreeBranches(t *testing.T) {
 		}
 		return ans.CompileID
 	}
-	var ids []string
-	var turns []int
-	parent := ""
-	for i := 1; i <= 7; i++ {
-		u, a := fmt.Sprint("u", i), fmt.Sprint("a", i)
-		p.user(u, parent)
-		id := compile(u, turns, fmt.Sprint("turn ", i))
-		if _, err := e.client.Accept(t.Context(), &api.AcceptCall{CompileID: id, Reply: reply(fmt.Sprint("sig-", i))}); err != nil {
-			t.Fatalf("accept %d: %v", i, err)
-		}
-		p.assistant(a, u, fmt.Sprint("sig-", i))
-		ids = append(ids, id)
-		turns = append(turns, i)
-		parent = a
-	}
+	ids := p.linear(7, compile)
 	get := func() *api.ConversationState {
 		t.Helper()
 		st, err := e.client.Conversation(t.Context(), sid)

@@ -27,19 +27,7 @@ func TestPiReleaseReachesBelowItsLeaf(t *testing.T) {
 				}
 				return ans
 			}
-			var turns []int
-			parent := ""
-			for i := 1; i <= 3; i++ {
-				u, a := fmt.Sprint("u", i), fmt.Sprint("a", i)
-				p.user(u, parent)
-				ans := compile(u, turns, fmt.Sprint("turn ", i))
-				if _, err := e.client.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply(fmt.Sprint("sig-", i))}); err != nil {
-					t.Fatalf("accept %d: %v", i, err)
-				}
-				p.assistant(a, u, fmt.Sprint("sig-", i))
-				turns = append(turns, i)
-				parent = a
-			}
+			p.linear(3, func(leaf string, turns []int, text string) string { return compile(leaf, turns, text).CompileID })
 			// The fork after a2 refuses a2's block (messages.3 is a2).
 			p.user("f1", "a2")
 			fork := compile("f1", []int{1, 2}, "fork")
