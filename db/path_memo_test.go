@@ -74,6 +74,7 @@ func keptIsWalk(t *testing.T, seed uint64) {
 	ingest(Found, 0)
 	check := func(step int, leaf string) {
 		t.Helper()
+		want := walkedPath(t, d, "grow", leaf)
 		// SessionPathHas first on odd steps, so that either call may be
 		// the one that walks and keeps the path the other then uses.
 		has := func() {
@@ -83,7 +84,6 @@ func keptIsWalk(t *testing.T, seed uint64) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := walkedPath(t, d, "grow", leaf)
 			if found != (len(want) > 0) {
 				t.Fatalf("step %d, leaf %s: SessionPathHas found %v, a walk from scratch %d entries", step, leaf, found, len(want))
 			}
@@ -107,7 +107,6 @@ func keptIsWalk(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := walkedPath(t, d, "grow", leaf)
 		if found != (len(want) > 0) || !slices.Equal(got, want) {
 			t.Fatalf("step %d, leaf %s: path %v (found %v), a walk from scratch gives %v", step, leaf, pathIDs(got), found, pathIDs(want))
 		}
