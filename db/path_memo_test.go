@@ -153,36 +153,42 @@ func keptIsWalk(t *testing.T, seed uint64) {
 	}
 }
 
+// turnsSession is a pi session of one linear branch, grown by add(k) of k
+// entries; n() is the number of entries, the last one "e"+itoa(n()).
+func turnsSession(b *testing.B) (d *DB, add func(k int), n func() int) {
+	d = mustOpen(b)
+	ctx := context.Background()
+	const path = "/s/turns.jsonl"
+	count := 0
+	var es []Entry
+	add = func(k int) {
+		es = es[:0]
+		for range k {
+			count++
+			p := ""
+			if count > 1 {
+				p = "e" + itoa(count-1)
+			}
+			es = append(es, Entry{Line: count + 1, Offset: int64(100 * (count + 1)), Length: 100, Type: "message", Role: "user", ID: "e" + itoa(count), ParentID: p})
+		}
+		bt := Batch{Kind: Grew, Path: path, Cursor: Cursor{Path: path, Ino: 1, Offset: int64(100 * (count + 2)), Lines: count + 1}, Entries: es}
+		if count == k {
+			bt.Kind, bt.Header = Found, &Header{ID: "turns", Version: 3, Cwd: "/"}
+		}
+		if _, err := d.Ingest(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d, add, func() int { return count }
+}
+
 // BenchmarkSessionPathTurn: a compile's path in a pi session of 3,000
 // entries that grows by a turn (three entries) before each compile, against
 // a walk from scratch of the same path (the simplest baseline), alternated:
 // ratio is kept ÷ walked.
 func BenchmarkSessionPathTurn(b *testing.B) {
-	d := mustOpen(b)
+	d, add, count := turnsSession(b)
 	ctx := context.Background()
-	const path = "/s/turns.jsonl"
-	n := 0
-	var es []Entry
-	add := func(k int) {
-		es = es[:0]
-		for range k {
-			n++
-			p := ""
-			if n > 1 {
-				p = "e" + itoa(n-1)
-			}
-			es = append(es, Entry{Line: n + 1, Offset: int64(100 * (n + 1)), Length: 100, Type: "message", Role: "user", ID: "e" + itoa(n), ParentID: p})
-		}
-		kind := Grew
-		bt := Batch{Path: path, Cursor: Cursor{Path: path, Ino: 1, Offset: int64(100 * (n + 2)), Lines: n + 1}, Entries: es}
-		if n == k {
-			kind, bt.Header = Found, &Header{ID: "turns", Version: 3, Cwd: "/"}
-		}
-		bt.Kind = kind
-		if _, err := d.Ingest(ctx, bt); err != nil {
-			b.Fatal(err)
-		}
-	}
 	add(3000)
 	var file int64
 	if err := d.readers.QueryRow(`SELECT file FROM sessions WHERE id = 'turns'`).Scan(&file); err != nil {
@@ -191,6 +197,7 @@ func BenchmarkSessionPathTurn(b *testing.B) {
 	var kept, walked time.Duration
 	for b.Loop() {
 		add(3)
+		n := count()
 		t0 := time.Now()
 		p, _, err := d.SessionPath(ctx, "turns", "e"+itoa(n))
 		if err != nil || len(p) != n {
@@ -207,4 +214,56 @@ func BenchmarkSessionPathTurn(b *testing.B) {
 	b.ReportMetric(float64(kept)/float64(walked), "ratio")
 	b.ReportMetric(float64(kept.Microseconds())/float64(b.N), "kept-µs/op")
 	b.ReportMetric(float64(walked.Microseconds())/float64(b.N), "walked-µs/op")
+}
+
+// BenchmarkSessionPathHasTurn: what a pi compile asks of its leaf's path,
+// in the session of BenchmarkSessionPathTurn: which of the leaves of its
+// 256 remembered compiles (the last 256 turns') lie on it. SessionPathHas
+// against the way before it, the whole path (SessionPath) and a set of its
+// ids; the two alternate which walks first (the other then finds the path
+// kept). ratio is has ÷ path and set.
+func BenchmarkSessionPathHasTurn(b *testing.B) {
+	d, add, count := turnsSession(b)
+	ctx := context.Background()
+	add(3000)
+	var has, whole time.Duration
+	round := 0
+	for b.Loop() {
+		add(3)
+		n := count()
+		leaves := make([]string, 0, 256)
+		for i := range 256 {
+			leaves = append(leaves, "e"+itoa(n-3*i-2))
+		}
+		byHas := func() {
+			t0 := time.Now()
+			on, found, err := d.SessionPathHas(ctx, "turns", "e"+itoa(n), leaves)
+			has += time.Since(t0)
+			if err != nil || !found || len(on) != len(leaves) {
+				b.Fatal(err, found, len(on))
+			}
+		}
+		byPath := func() {
+			t0 := time.Now()
+			p, _, err := d.SessionPath(ctx, "turns", "e"+itoa(n))
+			on := make(map[string]bool, len(p))
+			for _, e := range p {
+				on[e.ID] = true
+			}
+			whole += time.Since(t0)
+			if err != nil || len(p) != n || !on[leaves[255]] {
+				b.Fatal(err, len(p))
+			}
+		}
+		if round++; round%2 == 0 {
+			byHas()
+			byPath()
+		} else {
+			byPath()
+			byHas()
+		}
+	}
+	b.ReportMetric(float64(has)/float64(whole), "ratio")
+	b.ReportMetric(float64(has.Microseconds())/float64(b.N), "has-µs/op")
+	b.ReportMetric(float64(whole.Microseconds())/float64(b.N), "path+set-µs/op")
 }
