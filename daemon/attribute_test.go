@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"crypto/sha256"
 	"testing"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
 )
 
 // A stamp is linked to the session entry holding its reply whichever
@@ -61,5 +64,68 @@ func TestStampLinkedWhicheverLandsFirst(t *testing.T) {
 	accept(id, "sig-1")
 	if total, n := linked(); total != 2 || n != 2 {
 		t.Fatalf("after the line, then the accept: stamps %d, linked %d; want 2, 2", total, n)
+	}
+}
+
+// A reply pi wrote to the session file and whose accept never came is
+// stamped when the file shows it (design/binding.md, "Reply seen only in
+// the session file"), by the ingest hook the daemon runs after each commit
+// (Binder.Ingested): the compile built on the reply's parent made it, past
+// an entry pi-condense writes in between (passThrough). Its stamp is the
+// one an accept would have made: minted under that compile's request, its
+// predecessor the block the request ended with. A reply under a leaf no
+// compile was made at gets no stamp. The next compile keeps the block.
+func TestPiReplySeenOnlyInFileIsStamped(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	const sid = "0193e6c4-dddd-7000-8000-000000000001"
+	p := &piIndex{tb: t, e: e, id: sid, path: "/sessions/" + sid + ".jsonl"}
+	ctx := t.Context()
+	compile := p.compile
+	p.linear(1)
+	p.user("u2", "a1")
+	compile("u2", []int{1}, "turn 2") // its accept never comes
+	p.add(db.Entry{ID: "n2", ParentID: "u2", Type: "custom", CustomType: "pi-condense-note"})
+	// fileReply writes pi's assistant entry with its reply as the watcher
+	// reads it, and runs the hook on the batch.
+	fileReply := func(id, parent, sig string) binding.Digest {
+		t.Helper()
+		key := sha256.Sum256([]byte(sig))
+		b, ing := p.add(db.Entry{ID: id, ParentID: parent, Role: "assistant", Reply: reply(sig),
+			Thinking: []db.Thinking{{Index: 0, Signed: true, SigDigest: key[:], Chars: 1}}})
+		if err := e.b.Ingested(ctx, b, ing); err != nil {
+			t.Fatalf("the ingest hook on %s: %v", id, err)
+		}
+		return key
+	}
+	key := fileReply("a2", "n2", "sig-2")
+	have, err := e.db.Stamps(ctx, []binding.Digest{key, sha256.Sum256([]byte("sig-1"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := have[key]
+	if !ok {
+		t.Fatal("the reply seen only in the file got no stamp")
+	}
+	if st.Source != "file" || st.Entry != "a2" || st.Conversation != sid {
+		t.Errorf("stamp %+v: want source file, entry a2, conversation %s", st, sid)
+	}
+	prev, ok := have[sha256.Sum256([]byte("sig-1"))]
+	if !ok {
+		t.Fatal("turn 1's accept left no stamp")
+	}
+	if st.Pred != prev.Key || st.Seed != prev.Seed || st.Model != prev.Model || st.Chain == prev.Chain {
+		t.Errorf("stamp %+v: want predecessor turn 1's block, its seed and model, and a chain of its own (turn 1: %+v)", st.Stamp, prev.Stamp)
+	}
+
+	// Under a leaf no compile was made at: nothing made it.
+	p.user("v2", "a1")
+	orphan := fileReply("b2", "v2", "sig-orphan")
+	if have, err := e.db.Stamps(ctx, []binding.Digest{orphan}); err != nil || len(have) != 0 {
+		t.Errorf("a reply under a leaf never compiled was stamped: %+v %v", have, err)
+	}
+
+	p.user("u3", "a2")
+	if got := compile("u3", []int{1, 2}, "turn 3"); got.ThinkingStripped != 0 {
+		t.Errorf("turn 3 stripped %d blocks, want none", got.ThinkingStripped)
 	}
 }

@@ -22,7 +22,9 @@ type piIndex struct {
 	line   int
 }
 
-func (p *piIndex) add(en db.Entry) {
+// add ingests en as the file's next line (a message unless en.Type says
+// otherwise) and returns the batch and what its ingest did.
+func (p *piIndex) add(en db.Entry) (db.Batch, db.Ingested) {
 	p.tb.Helper()
 	kind := db.Grew
 	var hdr *db.Header
@@ -31,12 +33,18 @@ func (p *piIndex) add(en db.Entry) {
 		kind, hdr = db.Found, &db.Header{ID: p.id, Version: 3, Cwd: "/tmp", Timestamp: "2026-11-29T10:00:00.000Z", ParentSession: p.parent}
 	}
 	p.line++
-	en.Line, en.Offset, en.Length, en.Type = p.line, int64(p.line*100), 100, "message"
+	en.Line, en.Offset, en.Length = p.line, int64(p.line*100), 100
+	if en.Type == "" {
+		en.Type = "message"
+	}
 	en.Timestamp = fmt.Sprintf("2026-11-29T10:%02d:00.000Z", p.line)
 	c := db.Cursor{Path: p.path, Dev: 1, Ino: 1, Offset: int64(p.line*100 + 100), Lines: p.line, Check: []byte{byte(p.line)}}
-	if _, err := p.e.db.Ingest(p.tb.Context(), db.Batch{Kind: kind, Path: p.path, Cursor: c, Header: hdr, Entries: []db.Entry{en}}); err != nil {
+	b := db.Batch{Kind: kind, Path: p.path, Cursor: c, Header: hdr, Entries: []db.Entry{en}}
+	ing, err := p.e.db.Ingest(p.tb.Context(), b)
+	if err != nil {
 		p.tb.Fatal(err)
 	}
+	return b, ing
 }
 
 func (p *piIndex) user(id, parent string) {
@@ -49,10 +57,21 @@ func (p *piIndex) assistant(id, parent, sig string) {
 		Thinking: []db.Thinking{{Index: 0, Signed: true, SigDigest: d[:], Chars: 1}}})
 }
 
+// compile compiles pi's request at leaf (turns earlier exchanges, then
+// text) in the session's conversation.
+func (p *piIndex) compile(leaf string, turns []int, text string) *api.CompileAnswer {
+	p.tb.Helper()
+	ans, err := p.e.client.Compile(p.tb.Context(), &api.CompileCall{Conversation: p.id, Branch: leaf, Request: piRequest(turns, text), Return: api.ReturnPlan})
+	if err != nil {
+		p.tb.Fatalf("compile at %s: %v", leaf, err)
+	}
+	return ans
+}
+
 // linear writes n turns of a linear session, u1 a1 ... un an, each
-// compiled at its user entry by compile and accepted with a reply signed
-// sig-<i> that the file then shows; it returns the compile ids.
-func (p *piIndex) linear(n int, compile func(leaf string, turns []int, text string) string) []string {
+// compiled at its user entry and accepted with a reply signed sig-<i> that
+// the file then shows; it returns the compile ids.
+func (p *piIndex) linear(n int) []string {
 	p.tb.Helper()
 	var ids []string
 	var turns []int
@@ -60,7 +79,7 @@ func (p *piIndex) linear(n int, compile func(leaf string, turns []int, text stri
 	for i := 1; i <= n; i++ {
 		u, a := fmt.Sprint("u", i), fmt.Sprint("a", i)
 		p.user(u, parent)
-		id := compile(u, turns, fmt.Sprint("turn ", i))
+		id := p.compile(u, turns, fmt.Sprint("turn ", i)).CompileID
 		if _, err := p.e.client.Accept(p.tb.Context(), &api.AcceptCall{CompileID: id, Reply: reply(fmt.Sprint("sig-", i))}); err != nil {
 			p.tb.Fatalf("accept %d: %v", i, err)
 		}
@@ -97,15 +116,8 @@ func TestConversationPiBranchesAreTreeBranches(t *testing.T) {
 	e := newBindingEnv(t, nil)
 	const sid = "0193e6c4-bbbb-7000-8000-000000000001"
 	p := &piIndex{tb: t, e: e, id: sid, path: "/sessions/" + sid + ".jsonl"}
-	compile := func(leaf string, turns []int, text string) string {
-		t.Helper()
-		ans, err := e.client.Compile(t.Context(), &api.CompileCall{Conversation: sid, Branch: leaf, Request: piRequest(turns, text), Return: api.ReturnPlan})
-		if err != nil {
-			t.Fatalf("compile at %s: %v", leaf, err)
-		}
-		return ans.CompileID
-	}
-	ids := p.linear(7, compile)
+	compile := func(leaf string, turns []int, text string) string { return p.compile(leaf, turns, text).CompileID }
+	ids := p.linear(7)
 	get := func() *api.ConversationState {
 		t.Helper()
 		st, err := e.client.Conversation(t.Context(), sid)

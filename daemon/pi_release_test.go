@@ -19,15 +19,8 @@ func TestPiReleaseReachesBelowItsLeaf(t *testing.T) {
 			e := newBindingEnv(t, nil)
 			const sid = "0193e6c4-cccc-7000-8000-000000000001"
 			p := &piIndex{tb: t, e: e, id: sid, path: "/sessions/" + sid + ".jsonl"}
-			compile := func(leaf string, turns []int, text string) *api.CompileAnswer {
-				t.Helper()
-				ans, err := e.client.Compile(t.Context(), &api.CompileCall{Conversation: sid, Branch: leaf, Request: piRequest(turns, text), Return: api.ReturnPlan})
-				if err != nil {
-					t.Fatalf("compile at %s: %v", leaf, err)
-				}
-				return ans
-			}
-			p.linear(3, func(leaf string, turns []int, text string) string { return compile(leaf, turns, text).CompileID })
+			compile := p.compile
+			p.linear(3)
 			// The fork after a2 refuses a2's block (messages.3 is a2).
 			p.user("f1", "a2")
 			fork := compile("f1", []int{1, 2}, "fork")
