@@ -176,11 +176,11 @@ func (b *Binder) branchPath(ctx context.Context, c *conv, branch string, session
 	if branch == "" {
 		return pi, nil
 	}
+	// A leaf named by two compiles is asked twice: pi makes one compile
+	// per leaf, bar retries, so a set would cost more than it saves.
 	leaves := make([]string, 0, len(c.recorded))
-	seen := make(map[string]bool, len(c.recorded))
 	for e := range c.recorded {
-		if e.branch != branch && !seen[e.branch] {
-			seen[e.branch] = true
+		if e.branch != branch {
 			leaves = append(leaves, e.branch)
 		}
 	}

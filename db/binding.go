@@ -563,8 +563,10 @@ func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []st
 	if len(nodes) == 0 {
 		return nil, false, nil
 	}
-	has := func(id string) bool { _, ok := kept.index(id); return ok }
-	if kept == nil {
+	var has func(id string) bool
+	if kept != nil {
+		has = func(id string) bool { _, ok := kept.index(id); return ok }
+	} else {
 		// A path cut at a cycle is not kept (path_memo.go): index it here.
 		set := make(map[string]bool, len(nodes))
 		for i := range nodes {
@@ -584,15 +586,10 @@ func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []st
 // walkSession is walkKept from entry in the live file of session (no
 // nodes when neither is ingested).
 func (d *DB) walkSession(ctx context.Context, session, entry string) ([]walkNode, *pathMemo, error) {
-	var file int64
-	err := d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
-		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
-	if err == sql.ErrNoRows {
-		return nil, nil, nil
-	}
+	file, ok, err := d.sessionFile(ctx, session)
 	var nodes []walkNode
 	var kept *pathMemo
-	if err == nil {
+	if err == nil && ok {
 		nodes, kept, err = d.walkKept(ctx, file, entry)
 	}
 	if err != nil {
@@ -601,21 +598,27 @@ func (d *DB) walkSession(ctx context.Context, session, entry string) ([]walkNode
 	return nodes, kept, nil
 }
 
+// sessionFile is the live file of session: its newest file not removed
+// (ok false: none is ingested).
+func (d *DB) sessionFile(ctx context.Context, session string) (file int64, ok bool, err error) {
+	err = d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
+		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return file, err == nil, err
+}
+
 // Ancestors returns entry and at most n-1 of its ancestors, nearest first,
 // in the live file of session (nil when the entry is not there). Unlike
 // SessionPath it costs what it returns, not the depth of the tree: the
 // ingest hook walks up only past a few custom entries per reply.
 func (d *DB) Ancestors(ctx context.Context, session, entry string, n int) ([]PathEntry, error) {
-	var file int64
-	err := d.readRow(ctx, `SELECT s.file FROM sessions s JOIN files f ON f.id = s.file
-		WHERE s.id = ? AND s.removed = 0 ORDER BY f.updated_ms DESC LIMIT 1`, session).Scan(&file)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
+	file, ok, err := d.sessionFile(ctx, session)
 	if err != nil {
 		return nil, fmt.Errorf("ancestors %s/%s: %w", session, entry, err)
 	}
-	if n <= 0 {
+	if !ok || n <= 0 {
 		return nil, nil
 	}
 	nodes, err := d.walkFrom(ctx, file, entry, n)
