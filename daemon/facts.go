@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unique"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
@@ -142,7 +143,8 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (ma
 		c.stamps = fresh
 	}
 	for k, r := range rows {
-		c.stamps[k] = &r.Stamp // a copy of its own: r is the loop's
+		st := r.Stamp // a copy of its own: r is the loop's
+		c.stamps[k] = cachedStamp(st)
 	}
 	return c.stamps, nil
 }
@@ -157,9 +159,19 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 		c.stamps = make(map[binding.Digest]*binding.Stamp, len(rows))
 	}
 	for _, r := range rows {
-		st := r.Stamp // the cache's own: rows belong to the caller
-		c.stamps[r.Key] = &st
+		c.stamps[r.Key] = cachedStamp(r.Stamp) // the cache's own: rows belong to the caller
 	}
+}
+
+// cachedStamp is st as the conversation's cache holds it: its model name
+// is the one copy every stamp of that name shares (unique.Make). A
+// decision compares each block's minting model with the last one it
+// looked up; names read row by row were equal strings at distinct
+// addresses, so each compare read the name's bytes, a cache miss per
+// block of a long history. Shared, the compare stops at the pointer.
+func cachedStamp(st binding.Stamp) *binding.Stamp {
+	st.Model = unique.Make(st.Model).Value()
+	return &st
 }
 
 // branchPath is what the compile's branch is on pi's tree: whether the
