@@ -65,6 +65,20 @@ func (k *KnownPrefix) Place(out []byte) []byte {
 	return out
 }
 
+// PlacedAt records that out, the memory of Body itself, already holds the
+// prefix's bytes where they lie in Body (a caller that extends the earlier
+// body in place, writing only after the prefix): the parse takes them as
+// it takes a placement, without comparing them. It reports false, and
+// records nothing, when out is not Body's memory there.
+func (k *KnownPrefix) PlacedAt(out []byte) bool {
+	from, to, ok := k.prefix()
+	if !ok || len(out) < to || &out[from] != &k.Body[from] {
+		return false
+	}
+	k.placed, k.placedLen = &out[from], to-from
+	return true
+}
+
 // KnownTaken is how many messages the last Parse took from Known.
 func (p *Parser) KnownTaken() int { return p.known }
 

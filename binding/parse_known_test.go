@@ -324,6 +324,50 @@ func TestParseKnownPlaced(t *testing.T) {
 		t.Fatalf("placed prefix compared again: took %d messages, want %d", p.KnownTaken(), n)
 	}
 
+	// Extended in place: the earlier body's own memory, its prefix left
+	// where it lies and the new messages written after it (the daemon's
+	// rebuild when it extends its base). The parse takes the prefix as a
+	// placement; the same bytes in other memory are not one.
+	placed, _ := placeKnown(base, r, n, tail)
+	earlier := append(make([]byte, 0, 2*len(placed)), placed...)
+	er, err := ParseRequest(earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := er.Messages[n-1].Span.End
+	ext := earlier[:pe]
+	if rest := tail[at:]; bytes.TrimLeft(rest, " \t\r\n")[0] != ']' {
+		ext = append(ext, ',')
+	}
+	ext = append(ext, tail[at:]...)
+	if &ext[0] != &earlier[0] || !bytes.Equal(ext, spliceKnown(earlier, er, n, tail)) {
+		t.Fatal("the extension is not the splice, in the earlier body's memory")
+	}
+	k = &KnownPrefix{Body: earlier, Request: er, Messages: n}
+	if k.PlacedAt(append([]byte(nil), ext...)) {
+		t.Fatal("PlacedAt took a copy for the earlier body's memory")
+	}
+	if !k.PlacedAt(ext) {
+		t.Fatal("PlacedAt refused the earlier body's own memory")
+	}
+	if got := parseKnownAgrees(t, ext, k, nil); got != n {
+		t.Fatalf("extended body: took %d messages, want %d", got, n)
+	}
+	// and not compared: written over after PlacedAt, it is still taken
+	k = &KnownPrefix{Body: earlier, Request: er, Messages: n}
+	k.PlacedAt(ext)
+	ext[i] = 'b'
+	p = Parser{Known: k}
+	if _, err := p.Parse(ext); err != nil {
+		t.Fatal(err)
+	}
+	if p.KnownTaken() != n {
+		t.Fatalf("prefix placed in place compared again: took %d messages, want %d", p.KnownTaken(), n)
+	}
+	if (&KnownPrefix{Body: earlier, Request: er, Messages: len(er.Messages) + 1}).PlacedAt(ext) {
+		t.Fatal("PlacedAt placed more messages than the earlier body has")
+	}
+
 	// A KnownPrefix that offers nothing places nothing.
 	empty := &KnownPrefix{Body: base, Request: r, Messages: 0}
 	if out := empty.Place([]byte("x")); string(out) != "x" {

@@ -53,6 +53,13 @@ type base struct {
 	lent    bool
 	refs    int
 	dropped bool
+	// held is how many of req's messages body still holds: all of them
+	// (0) until a later compile extends body in place (extendLocked),
+	// after which body is only its first held messages' bytes. arena,
+	// once body's memory is shared that way, is what the bases sharing
+	// it still hold of it; nil while body is the base's alone.
+	held  int
+	arena *arena
 	// hashed messages of body are covered by the SHA-256 state in hash (a
 	// compile by reference checked them), so the next digest hashes only
 	// what is new: a long conversation's turn does not hash its history.
@@ -68,6 +75,9 @@ type shared struct {
 	messages int
 	hash     []byte
 	known    *binding.KnownPrefix
+	// arena: the rebuilt body is its base's memory extended in place
+	// (nil: a body of its own).
+	arena *arena
 	// spare is memory of a dropped base for the compile's parse (nil:
 	// none fit), and from the base the compile reads until release.
 	spare binding.RequestMemory
@@ -110,6 +120,9 @@ func (s *baseStore) put(nb *base, proved *shared) {
 	nb.size, nb.used, nb.refs, nb.dropped = size, s.tick, 0, false
 	if proved != nil && proved.messages <= len(nb.req.Messages) {
 		nb.hashed, nb.hash = proved.messages, proved.hash
+	}
+	if proved != nil {
+		nb.arena = proved.arena
 	}
 	s.byID[id] = nb
 	s.bytes += size
@@ -229,8 +242,11 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 		return nil, nil, api.Errorf(api.CodeBadRequest, "compile by reference: base.messages is %d: want at least 1", ref.Messages)
 	}
 	msgs := b.req.Messages // each message's Span: its bytes in body
+	if b.held > 0 {
+		msgs = msgs[:b.held] // a later compile extended the rest's memory (extendLocked)
+	}
 	if ref.Messages > len(msgs) {
-		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q has %d messages, not %d (compile in full)", ref.CompileID, len(msgs), ref.Messages)
+		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q holds %d messages, not %d (compile in full)", ref.CompileID, len(msgs), ref.Messages)
 	}
 	prefix := b.body[msgs[0].Span.Start:msgs[ref.Messages-1].Span.End]
 	h := sha256.New()
@@ -259,6 +275,17 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 	n := len(tail) + len(prefix) + 1
 	if n > maxBody {
 		return nil, nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
+	}
+	if out, a, ok := s.extend(b, call, start, empty); ok {
+		known := &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}
+		if !known.PlacedAt(out) {
+			return nil, nil, fmt.Errorf("compile by reference: base %q: its first %d messages are not where they lie in its body", ref.CompileID, ref.Messages)
+		}
+		if !empty {
+			out = append(out, ',')
+		}
+		out = append(out, tail[start+1:]...)
+		return out, &shared{messages: ref.Messages, hash: state, spare: s.spareMem(), from: b, known: known, arena: a}, nil
 	}
 	known := &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}
 	out, spare := s.spareFor(n)

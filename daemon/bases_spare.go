@@ -18,11 +18,13 @@ import (
 //   - it is dropped from the store and no compile holds it (refs: a compile
 //     by reference reads its base's body and parse from rebuild to the end
 //     of its own parse);
-//   - only when rebuild made its body (a host's body is the API layer's)
-//     and no answer holds it (lent: a compile that returned the whole
-//     request may answer with the body itself); its parse's memory
-//     (binding.RequestMemory) goes with the body (no answer holds a
-//     Request: compileAnswer runs before the base is kept);
+//   - its body only when rebuild made it (a host's body is the API
+//     layer's), no answer holds it (lent: a compile that returned the
+//     whole request may answer with the body itself) and no other base
+//     shares its memory (arena, bases_extend.go); its parse's memory
+//     (binding.RequestMemory) in any case, with the body or alone (no
+//     answer holds a Request: compileAnswer runs before the base is
+//     kept), for a rebuild that extends its base and needs no body;
 //   - at most maxSpares spares of at most basesMaxBytes/4 in all are
 //     kept, the smallest dropped first: a spare is only a saving, and
 //     the garbage collector takes the rest as before.
@@ -40,9 +42,10 @@ type spare struct {
 }
 
 type spares struct {
-	list   []spare
-	bytes  int
-	reused int // bodies rebuild took from a spare (for tests)
+	list     []spare
+	bytes    int
+	reused   int // bodies rebuild took from a spare (for tests)
+	extended int // bodies rebuild extended in place (bases_extend.go; for tests)
 }
 
 // recycleLocked keeps b's memory as a spare once b is dropped and
@@ -51,10 +54,14 @@ func (s *baseStore) recycleLocked(b *base) {
 	if !b.dropped || b.refs > 0 || b.req == nil {
 		return
 	}
-	reusable := b.ownBody && !b.lent
 	sp := spare{body: b.body[:0], mem: b.mem}
+	if !b.ownBody || b.lent || b.arena != nil {
+		// not the store's to reuse, or shared with another base
+		// (bases_extend.go); the parse's memory is the base's alone
+		sp.body = nil
+	}
 	b.body, b.req, b.mem = nil, nil, binding.RequestMemory{}
-	if !reusable || cap(sp.body) == 0 {
+	if cap(sp.body) == 0 && cap(sp.mem.Messages) == 0 {
 		return
 	}
 	sp.size = cap(sp.body) + cap(sp.mem.Messages)*int(unsafe.Sizeof(binding.Message{})) +
@@ -94,11 +101,39 @@ func (s *baseStore) spareFor(n int) ([]byte, binding.RequestMemory) {
 		}
 	}
 	if best < 0 {
-		return make([]byte, 0, n+max(n/8, spareRoom)), binding.RequestMemory{}
+		return make([]byte, 0, n+max(n/8, spareRoom)), s.spareMemLocked()
 	}
-	sp := s.spares.list[best]
+	sp := s.takeLocked(best)
 	s.spares.reused++
-	s.spares.bytes -= sp.size
-	s.spares.list = append(s.spares.list[:best], s.spares.list[best+1:]...)
 	return sp.body, sp.mem
+}
+
+// spareMem is parse memory for a rebuild that needs no body (one that
+// extends its base's): a spare's that has no body, else none. A spare
+// with a body is left whole for a rebuild that needs both.
+func (s *baseStore) spareMem() binding.RequestMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spareMemLocked()
+}
+
+func (s *baseStore) spareMemLocked() binding.RequestMemory {
+	best := -1
+	for i, x := range s.spares.list {
+		if x.body == nil && (best < 0 || cap(x.mem.Messages) > cap(s.spares.list[best].mem.Messages)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return binding.RequestMemory{}
+	}
+	return s.takeLocked(best).mem
+}
+
+// takeLocked removes spare i from the list and returns it.
+func (s *baseStore) takeLocked(i int) spare {
+	sp := s.spares.list[i]
+	s.spares.bytes -= sp.size
+	s.spares.list = append(s.spares.list[:i], s.spares.list[i+1:]...)
+	return sp
 }

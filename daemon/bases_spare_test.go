@@ -62,7 +62,7 @@ func TestBaseSpareLifetimes(t *testing.T) {
 			t.Fatalf("the spare was not handed out (reused %d)", s.spares.reused)
 		}
 	})
-	t.Run("a lent or a host's body is not reused", func(t *testing.T) {
+	t.Run("a lent or a host's body is not reused, its parse's memory is", func(t *testing.T) {
 		s := &baseStore{}
 		s.put(mk("l1", "l", 100, true, true), nil)
 		s.put(mk("h1", "h", 100, false, false), nil)
@@ -73,8 +73,22 @@ func TestBaseSpareLifetimes(t *testing.T) {
 		if _, ok := s.get("l1"); ok {
 			t.Fatal("l1 still kept")
 		}
-		if len(s.spares.list) != 0 {
-			t.Fatalf("%d spares, want none", len(s.spares.list))
+		if len(s.spares.list) != 2 {
+			t.Fatalf("%d spares, want the parse memory of l1 and h1", len(s.spares.list))
+		}
+		for _, sp := range s.spares.list {
+			if sp.body != nil || sp.mem.Messages == nil {
+				t.Fatalf("a spare with body %v and parse memory %v, want only the memory", sp.body != nil, sp.mem.Messages != nil)
+			}
+		}
+		if body, mem := s.spareFor(10); cap(body) < 10 || mem.Messages == nil || s.spares.reused != 0 {
+			t.Fatal("a new body did not come with the spare parse memory")
+		}
+		if mem := s.spareMem(); mem.Messages == nil || len(s.spares.list) != 0 {
+			t.Fatal("the last parse memory was not handed out")
+		}
+		if mem := s.spareMem(); mem.Messages != nil {
+			t.Fatal("parse memory handed out twice")
 		}
 	})
 	t.Run("bounds", func(t *testing.T) {
@@ -185,10 +199,10 @@ func TestBaseMemoryReuse(t *testing.T) {
 		}
 	}
 	e.b.bases.mu.Lock()
-	reused := e.b.bases.spares.reused
+	reused, extended := e.b.bases.spares.reused, e.b.bases.spares.extended
 	e.b.bases.mu.Unlock()
-	t.Logf("reused %d", reused)
-	if reused < 30 {
-		t.Fatalf("rebuild reused %d bodies in 102 compiles by reference", reused)
+	t.Logf("reused %d, extended %d", reused, extended)
+	if reused+extended < 60 || extended < 30 {
+		t.Fatalf("of 102 compiles by reference, rebuild reused %d bodies and extended %d", reused, extended)
 	}
 }
