@@ -54,7 +54,12 @@
 // 16 MiB in all, is reused by the next rebuilds), and 409 base_mismatch when the digest
 // differs or the base has fewer than N messages. The host then compiles in
 // full: a changed old message costs a strip, never a refusal, because
-// bindery never decides on bytes it did not check. The compile event of a
+// bindery never decides on bytes it did not check. A compile by reference
+// may build the whole request in its base's own memory, writing after the
+// shared messages; that base then holds only those (the pi extension
+// names its newest compile, so its next turn is unaffected): a later
+// compile naming it with more is base_mismatch, one naming as many or
+// fewer is rebuilt as before. The compile event of a
 // compile by reference names its base (base). The pi extension compiles
 // every turn after a run's first by reference, on a kept-alive connection,
 // and compiles in full on base_unknown or base_mismatch.
