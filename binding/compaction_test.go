@@ -49,7 +49,7 @@ func (c *compactionConv) compile(msgs []any) (*Compiled, []string) {
 	}
 	c.seq++
 	out, err := Compile(CompileInput{ID: fmt.Sprint("c", c.seq), Conversation: "conv", Branch: "main", Seq: c.seq, Request: req,
-		Engaged: c.engaged, Stamps: c.stamps, Released: c.released, Remembered: c.remembered, Owner: c.owner, Compactions: comps})
+		Engaged: c.engaged, Stamps: StampsFor(req, c.stamps), Released: c.released, Remembered: c.remembered, Owner: c.owner, Compactions: comps})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package binding
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // The decision, per compile (design/binding.md "The decision, per compile"):
 // individual verdicts, the kept set (run rule, latest assistant message,
@@ -44,7 +47,7 @@ import "slices"
 //     message is an append).
 
 // CompileInput is everything one compile decision reads. The daemon loads:
-//   - Stamps: the stamps for StampKeys(Request) (a missing key means no stamp);
+//   - Stamps: the stamps of StampKeys(Request), in its order (nil: no stamp);
 //   - Released: the keys released on this branch (ReleasedOn decides
 //     which releases apply to a branch);
 //   - Remembered: the branch's remembered compiles (Retain bounds them), for
@@ -64,13 +67,15 @@ type CompileInput struct {
 	DryRun        bool
 	Engaged       bool
 
-	// Stamps holds the recorded stamp of each of the request's thinking
-	// blocks that has one; it is only looked up by key, so it may hold
-	// others (the daemon passes its conversation's cache whole). By
-	// pointer: a long conversation's map is looked up for every block,
-	// and its values, stamps inline, made each probe touch five times the
-	// memory. The decision never writes through them.
-	Stamps      map[Digest]*Stamp
+	// Stamps is, for each key StampKeys(Request) lists, in that order,
+	// the block's recorded stamp, nil when it has none; nil when no block
+	// has one. In request order, not a map: the daemon finds each key in
+	// its cache anyway, and the decision's own lookup of every block in a
+	// map was a second random read per block of a long history. By
+	// pointer: stamps inline made each read touch five times the memory.
+	// The decision never writes through them. StampsFor builds it from a
+	// map.
+	Stamps      []*Stamp
 	Released    map[Digest]bool
 	Remembered  []*CompileRecord
 	Owner       *CompileRecord
@@ -178,6 +183,20 @@ func StampKeys(r *Request) []Digest {
 		}
 	}
 	return keys
+}
+
+// StampsFor is CompileInput.Stamps for r from known, which holds the
+// stamps by key (it may hold others).
+func StampsFor(r *Request, known map[Digest]*Stamp) []*Stamp {
+	keys := StampKeys(r)
+	if len(keys) == 0 || len(known) == 0 {
+		return nil
+	}
+	out := make([]*Stamp, len(keys))
+	for i, k := range keys {
+		out[i] = known[k]
+	}
+	return out
 }
 
 // CompactionKeys lists the compaction records a compile may use: the key of
@@ -290,7 +309,9 @@ func Compile(in CompileInput) (*Compiled, error) {
 	}
 	mem.keepMaps() // emptied before use: a decision that panicked left them as they were
 	d := decider{in: &in, req: req, models: models, binds: binds, attributed: map[Digest]*Stamp{}, mem: mem, msgStart: mem.msgStart}
-	d.collect()
+	if err := d.collect(); err != nil {
+		return nil, err
+	}
 	d.decide()
 	d.finish(out)
 	mem.tb, mem.dropped, mem.msgStart = d.tb[:0], d.dropped, d.msgStart
@@ -346,7 +367,7 @@ func (d *decider) minter(name string) minterFacts {
 	return f
 }
 
-func (d *decider) collect() {
+func (d *decider) collect() error {
 	d.latest = -1
 	n := 0
 	for i := range d.req.Messages {
@@ -361,6 +382,7 @@ func (d *decider) collect() {
 		d.mem.seen = make(map[Digest]bool, n)
 	}
 	seen := d.mem.seen
+	stamps, si := d.in.Stamps, 0
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
 		if m.Role == "assistant" {
@@ -375,13 +397,20 @@ func (d *decider) collect() {
 			if b.Signed {
 				t.dup = seen[b.Key]
 				seen[b.Key] = true
+				if si < len(stamps) {
+					t.in = stamps[si]
+				}
+				si++
 			}
-			t.in = d.in.Stamps[b.Key]
 			d.tb = append(d.tb, t)
 		}
 	}
+	if stamps != nil && si != len(stamps) {
+		return fmt.Errorf("binding: %d stamps given for the request's %d signed thinking blocks (StampKeys)", len(stamps), si)
+	}
 	d.dropped = slices.Grow(d.mem.dropped[:0], len(d.req.Messages))[:len(d.req.Messages)]
 	clear(d.dropped)
+	return nil
 }
 
 // stamp is the stamp of thinking block t: the input's, else the one

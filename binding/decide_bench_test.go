@@ -38,7 +38,7 @@ func compileBody(p *Parser, body []byte, all map[Digest]*Stamp, owner *CompileRe
 			st[k] = s
 		}
 	}
-	c, err := Compile(CompileInput{ID: "c", Request: r, Engaged: true, Stamps: st, Owner: owner})
+	c, err := Compile(CompileInput{ID: "c", Request: r, Engaged: true, Stamps: StampsFor(r, st), Owner: owner})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,7 +56,7 @@ func BenchmarkCompile1MB(b *testing.B) {
 		b.Fatal(err)
 	}
 	all := stampsFor(r)
-	owner, _ := Compile(CompileInput{ID: "o", Request: r, Engaged: true, Stamps: all})
+	owner, _ := Compile(CompileInput{ID: "o", Request: r, Engaged: true, Stamps: StampsFor(r, all)})
 	folded := genRequest(43, 500) // another conversation's bytes: every stamp's prefix differs
 	b.Run("json.Valid", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
@@ -79,8 +79,9 @@ func BenchmarkCompile1MB(b *testing.B) {
 	})
 	b.Run("decide-only/steady", func(b *testing.B) {
 		b.ReportAllocs()
+		stamps := StampsFor(r, all)
 		for b.Loop() {
-			if _, err := Compile(CompileInput{ID: "c", Request: r, Engaged: true, Stamps: all, Owner: owner.Record}); err != nil {
+			if _, err := Compile(CompileInput{ID: "c", Request: r, Engaged: true, Stamps: stamps, Owner: owner.Record}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -116,7 +117,7 @@ func BenchmarkCompileGrowing(b *testing.B) {
 			b.Fatal(err)
 		}
 		all := stampsFor(pr)
-		owner, _ := Compile(CompileInput{ID: "o", Request: pr, Engaged: true, Stamps: all})
+		owner, _ := Compile(CompileInput{ID: "o", Request: pr, Engaged: true, Stamps: StampsFor(pr, all)})
 		nr, _ := ParseRequest(next)
 		for k, s := range stampsFor(nr) {
 			if _, ok := all[k]; !ok {
@@ -180,16 +181,18 @@ func BenchmarkCompileAfterCompaction(b *testing.B) {
 	}
 	b.Run("decide-only/before-swap", func(b *testing.B) {
 		b.ReportAllocs()
+		stamps := StampsFor(orig, all)
 		for b.Loop() {
-			if c, err := Compile(CompileInput{ID: "c", Request: orig, Engaged: true, Stamps: all}); err != nil || len(c.Strips) != 0 {
+			if c, err := Compile(CompileInput{ID: "c", Request: orig, Engaged: true, Stamps: stamps}); err != nil || len(c.Strips) != 0 {
 				b.Fatal(err, c.Strips)
 			}
 		}
 	})
 	b.Run("decide-only/after-swap", func(b *testing.B) {
 		b.ReportAllocs()
+		stamps := StampsFor(swapped, all)
 		for b.Loop() {
-			c, err := Compile(CompileInput{ID: "c", Request: swapped, Engaged: true, Stamps: all, Compactions: comps})
+			c, err := Compile(CompileInput{ID: "c", Request: swapped, Engaged: true, Stamps: stamps, Compactions: comps})
 			if err != nil || len(c.Strips) != 0 || len(c.Kept) != kept {
 				b.Fatal(err, len(c.Strips), len(c.Kept), kept)
 			}
@@ -208,8 +211,8 @@ func BenchmarkDecideMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	all := stampsFor(r)
-	owner, _ := Compile(CompileInput{ID: "o", Request: r, Engaged: true, Stamps: all})
-	in := CompileInput{ID: "c", Request: r, Engaged: true, Stamps: all, Owner: owner.Record}
+	owner, _ := Compile(CompileInput{ID: "o", Request: r, Engaged: true, Stamps: StampsFor(r, all)})
+	in := CompileInput{ID: "c", Request: r, Engaged: true, Stamps: StampsFor(r, all), Owner: owner.Record}
 	var mem DecideMemory
 	var fresh, reused time.Duration
 	for b.Loop() {

@@ -2,7 +2,9 @@ package binding
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -523,7 +525,7 @@ func TestNotGreedyLongestChain(t *testing.T) {
 		}
 		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
 	}
-	c, err := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
+	c, err := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,14 +533,50 @@ func TestNotGreedyLongestChain(t *testing.T) {
 	// Without a latest-message chain: longest wins over latest.
 	h2 := append(slices.Clone(h[:9]), u("5"), a(tx("no thinking")), u("6"))
 	req2, _ := ParseRequest(body(opus55, "sys", h2))
-	c, _ = Compile(CompileInput{ID: "y", Request: req2, Engaged: true, Stamps: st})
+	c, _ = Compile(CompileInput{ID: "y", Request: req2, Engaged: true, Stamps: StampsFor(req2, st)})
 	// A-B (len 2) vs C-D (len 2): tie, ending latest (D).
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap")
 	// Make B invalid: C-D (2) beats A (1).
 	st2 := maps(st)
 	delete(st2, key("B"))
-	c, _ = Compile(CompileInput{ID: "z", Request: req2, Engaged: true, Stamps: st2})
+	c, _ = Compile(CompileInput{ID: "z", Request: req2, Engaged: true, Stamps: StampsFor(req2, st2)})
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 no-stamp")
+}
+
+// TestStampsByPosition: CompileInput.Stamps is read by position, one per
+// key StampKeys lists (a key the request repeats has one each time); a
+// list of another length is a clear error, not a decision on someone
+// else's stamps.
+func TestStampsByPosition(t *testing.T) {
+	h := []string{u("q"), a(th("A")), u("q2"), a(th("B")), u("q3")}
+	req, _ := ParseRequest(body(opus55, "sys", h))
+	keys := StampKeys(req)
+	st := make([]*Stamp, len(keys))
+	for i, k := range keys {
+		b := req.Messages[2*i+1].Blocks[0]
+		st[i] = &Stamp{Key: k, Seed: req.Seed, Chain: b.Chain, Model: opus55}
+	}
+	st[1].Pred = keys[0]
+	c, err := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectStrips(t, c)
+	// The same stamps, named at the wrong positions: B's stamp for A.
+	c, err = Compile(CompileInput{ID: "y", Request: req, Engaged: true, Stamps: []*Stamp{st[1], nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectStrips(t, c, "messages.1.content.0 prefix-changed", "messages.3.content.0 no-stamp")
+	for _, n := range []int{1, 3} {
+		if _, err := Compile(CompileInput{ID: "z", Request: req, Engaged: true, Stamps: make([]*Stamp, n)}); err == nil ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%d stamps given for the request's 2 signed thinking blocks", n)) {
+			t.Fatalf("%d stamps for 2 blocks: %v", n, err)
+		}
+	}
+	if got := StampsFor(req, map[Digest]*Stamp{keys[1]: st[1]}); len(got) != 2 || got[0] != nil || got[1] != st[1] {
+		t.Fatalf("StampsFor: %v", got)
+	}
 }
 
 func TestLatestRunBeatsLongerChain(t *testing.T) {
@@ -557,7 +595,7 @@ func TestLatestRunBeatsLongerChain(t *testing.T) {
 		}
 		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
 	}
-	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: st})
+	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, st)})
 	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap", "messages.5.content.0 gap")
 	if !slices.Equal(c.Kept, []Digest{key("D")}) {
 		t.Fatalf("kept %v", c.Kept)
@@ -585,7 +623,7 @@ func TestUnstampedPredecessorAssumption(t *testing.T) {
 	// Opus 5.5 blocks on Sonnet 5 (no binding): B unreadable, C read A.
 	st := map[Digest]*Stamp{key("B"): {Key: key("B"), Model: opus55}}
 	req, _ = ParseRequest(body("claude-sonnet-5", "sys", h))
-	c, _ = Compile(CompileInput{ID: "y", Request: req, Engaged: true, Stamps: st})
+	c, _ = Compile(CompileInput{ID: "y", Request: req, Engaged: true, Stamps: StampsFor(req, st)})
 	expectStrips(t, c)
 	if !slices.Equal(c.Kept, []Digest{key("A"), key("B"), key("C")}) || c.Record.LastRead != key("C") || !c.Record.Kept[1].Unreadable {
 		t.Fatalf("kept %v %+v", c.Kept, c.Record.Kept)

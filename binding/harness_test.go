@@ -97,7 +97,7 @@ func (s *sim) compileOpt(o copt, b []byte) (*Compiled, []byte) {
 	s.seq++
 	id := fmt.Sprintf("c%d", s.seq)
 	c, err := Compile(CompileInput{ID: id, Conversation: "conv", Branch: o.branch, Seq: s.seq, Request: req,
-		BindsThinking: o.binds, DryRun: o.dry, Engaged: s.engaged, Stamps: st, Released: s.rel[o.branch],
+		BindsThinking: o.binds, DryRun: o.dry, Engaged: s.engaged, Stamps: StampsFor(req, st), Released: s.rel[o.branch],
 		Remembered: rem, Owner: s.owner[o.branch], Models: s.models})
 	if err != nil {
 		s.t.Fatal(err)

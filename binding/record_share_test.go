@@ -43,7 +43,7 @@ func TestShareTailGrowing(t *testing.T) {
 		for k, s := range stampsFor(r) {
 			stamps[k] = s
 		}
-		out, err := Compile(CompileInput{ID: fmt.Sprint("c", n), Request: r, Engaged: true, Stamps: stamps, Owner: owner})
+		out, err := Compile(CompileInput{ID: fmt.Sprint("c", n), Request: r, Engaged: true, Stamps: StampsFor(r, stamps), Owner: owner})
 		if err != nil {
 			t.Fatal(err)
 		}

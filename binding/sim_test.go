@@ -668,7 +668,7 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 	s.seq++
 	id := fmt.Sprintf("%s-c%d", s.id, s.seq)
 	in := binding.CompileInput{ID: id, Conversation: s.id, Branch: b.name, Seq: s.seq, Request: req,
-		Engaged: s.engaged, Stamps: stamps, Released: released, Remembered: b.remembered, Owner: b.owner, Compactions: comps}
+		Engaged: s.engaged, Stamps: binding.StampsFor(req, stamps), Released: released, Remembered: b.remembered, Owner: b.owner, Compactions: comps}
 	out, err := binding.Compile(in)
 	if err != nil {
 		s.t.Fatalf("Compile: %v", err)

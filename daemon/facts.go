@@ -24,7 +24,7 @@ type compileFacts struct {
 	parent      *api.BranchRef
 	parentState *db.ConversationState // the parent's stored state (nil without a parent)
 
-	stamps      map[binding.Digest]*binding.Stamp
+	stamps      []*binding.Stamp // of the request's StampKeys, in order
 	released    map[binding.Digest]bool
 	remembered  []*binding.CompileRecord
 	owner       *binding.CompileRecord
@@ -104,49 +104,57 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	return f, nil
 }
 
-// stamps are the stamps of keys, from the conversation's cache where it
-// holds them and otherwise read, the ones found cached for its next
-// compile: a long conversation's compile reads only its new blocks' stamps.
-// The answer is the cache itself (binding only looks stamps up by key), so
-// a turn does not copy its history's stamps into a map of its own.
-func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) (map[binding.Digest]*binding.Stamp, error) {
+// stamps are the stamps of keys, in their order (binding.CompileInput's
+// Stamps), from the conversation's cache where it holds them and
+// otherwise read, the ones found cached for its next compile: a long
+// conversation's compile reads only its new blocks' stamps, and looks each
+// of the others up once, here.
+func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]*binding.Stamp, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	c.absent.settle(b.db)
+	out := make([]*binding.Stamp, len(keys))
 	var need []binding.Digest
-	for _, k := range keys {
-		if _, ok := c.stamps[k]; !ok && !c.absent.has(k) {
-			need = append(need, k)
+	var at []int // where each of need is in keys
+	for i, k := range keys {
+		if st, ok := c.stamps[k]; ok {
+			out[i] = st
+		} else if !c.absent.has(k) {
+			need, at = append(need, k), append(at, i)
 		}
 	}
 	if len(need) == 0 {
-		return c.stamps, nil
+		return out, nil
 	}
 	rows, err := b.db.Stamps(ctx, need)
 	if err != nil {
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
-	for _, k := range need {
-		if _, ok := rows[k]; !ok {
-			c.absent.add(k)
-		}
-	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
 		// started again: the request's own cached stamps come along
 		fresh := make(map[binding.Digest]*binding.Stamp, len(rows)+len(keys)-len(need))
-		for _, k := range keys {
-			if st, ok := c.stamps[k]; ok {
-				fresh[k] = st
+		for i, k := range keys {
+			if out[i] != nil {
+				fresh[k] = out[i]
 			}
 		}
 		c.stamps = fresh
 	}
-	for k, r := range rows {
-		st := r.Stamp // a copy of its own: r is the loop's
-		c.stamps[k] = cachedStamp(st)
+	for j, k := range need {
+		r, ok := rows[k]
+		if !ok {
+			c.absent.add(k)
+			continue
+		}
+		st, cached := c.stamps[k] // a key the request repeats is read once
+		if !cached {
+			st = cachedStamp(r.Stamp)
+			c.stamps[k] = st
+		}
+		out[at[j]] = st
 	}
-	return c.stamps, nil
+	return out, nil
 }
 
 // cacheStamps adds stamps just recorded (the first of their keys: a key
