@@ -149,7 +149,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 		}
 		st, cached := c.stamps[k] // a key the request repeats is read once
 		if !cached {
-			st = cachedStamp(r.Stamp)
+			st = c.cachedStamp(r.Stamp)
 			c.stamps[k] = st
 		}
 		out[at[j]] = st
@@ -167,20 +167,36 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 		c.stamps = make(map[binding.Digest]*binding.Stamp, len(rows))
 	}
 	for _, r := range rows {
-		c.stamps[r.Key] = cachedStamp(r.Stamp) // the cache's own: rows belong to the caller
+		c.stamps[r.Key] = c.cachedStamp(r.Stamp) // the cache's own: rows belong to the caller
 	}
 }
 
-// cachedStamp is st as the conversation's cache holds it: its model name
-// is the one copy every stamp of that name shares (unique.Make). A
-// decision compares each block's minting model with the last one it
-// looked up; names read row by row were equal strings at distinct
-// addresses, so each compare read the name's bytes, a cache miss per
-// block of a long history. Shared, the compare stops at the pointer.
-func cachedStamp(st binding.Stamp) *binding.Stamp {
+// cachedStamp is st as the conversation's cache holds it.
+//   - Its model name is the one copy every stamp of that name shares
+//     (unique.Make). A decision compares each block's minting model with
+//     the last one it looked up; names read row by row were equal strings
+//     at distinct addresses, so each compare read the name's bytes, a cache
+//     miss per block of a long history. Shared, the compare stops at the
+//     pointer.
+//   - It lies next to the stamps cached before it (slab: arrays of
+//     stampSlab, never moved, so the pointers hold). Stamps are added as
+//     their blocks are (a reply's after its request's), so a decision,
+//     which reads each block's stamp in request order, reads them one after
+//     another; each one allocated on its own, they were spread over the
+//     heap, and reading them was a third of a long conversation's verdicts.
+func (c *conv) cachedStamp(st binding.Stamp) *binding.Stamp {
 	st.Model = unique.Make(st.Model).Value()
-	return &st
+	if len(c.slab) == cap(c.slab) {
+		c.slab = make([]binding.Stamp, 0, stampSlab)
+	}
+	c.slab = append(c.slab, st)
+	return &c.slab[len(c.slab)-1]
 }
+
+// stampSlab is how many stamps one of the cache's arrays holds (about
+// 37 KB): an array is kept while any stamp in it is used, so a cache that
+// starts again keeps at most that much per stamp it carries over.
+const stampSlab = 256
 
 // branchPath is what the compile's branch is on pi's tree: whether the
 // leaf is ingested, and which of the leaves c's remembered compiles were

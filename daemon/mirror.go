@@ -24,6 +24,9 @@ type conv struct {
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).
 	stamps map[binding.Digest]*binding.Stamp
+	// slab is where the cache's stamps are, in the order they were added
+	// (cachedStamp).
+	slab []binding.Stamp
 	// absent are the keys its compiles found without a stamp: a long
 	// session from before bindery holds hundreds, read again every turn
 	// without it (stamps_absent.go).
