@@ -107,24 +107,35 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 // stamps are the stamps of keys, in their order (binding.CompileInput's
 // Stamps), from the conversation's cache where it holds them and
 // otherwise read, the ones found cached for its next compile: a long
-// conversation's compile reads only its new blocks' stamps, and looks each
-// of the others up once, here.
+// conversation's compile reads only its new blocks' stamps.
+//
+// The last compile's answer comes first: a conversation's next request
+// repeats its blocks in the same order, and a stamp whose key is the
+// key asked is that key's stamp (one per key, never changed), so it is
+// taken after one compare; only the keys it does not answer are looked up
+// in the cache. Looking up every key was a random read per block of a
+// long history each turn.
 func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]*binding.Stamp, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	c.absent.settle(b.db)
 	out := make([]*binding.Stamp, len(keys))
+	last := c.lastStamps
+	c.lastStamps = nil // until out is complete: an error must not leave it half made
 	var need []binding.Digest
 	var at []int // where each of need is in keys
 	for i, k := range keys {
-		if st, ok := c.stamps[k]; ok {
+		if i < len(last) && last[i] != nil && last[i].Key == k {
+			out[i] = last[i]
+		} else if st, ok := c.stamps[k]; ok {
 			out[i] = st
 		} else if !c.absent.has(k) {
 			need, at = append(need, k), append(at, i)
 		}
 	}
 	if len(need) == 0 {
+		c.lastStamps = out
 		return out, nil
 	}
 	rows, err := b.db.Stamps(ctx, need)
@@ -154,6 +165,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 		}
 		out[at[j]] = st
 	}
+	c.lastStamps = out
 	return out, nil
 }
 

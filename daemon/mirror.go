@@ -27,6 +27,9 @@ type conv struct {
 	// slab is where the cache's stamps are, in the order they were added
 	// (cachedStamp).
 	slab []binding.Stamp
+	// lastStamps are the stamps its last compile was given, in that
+	// request's StampKeys order (Binder.stamps).
+	lastStamps []*binding.Stamp
 	// absent are the keys its compiles found without a stamp: a long
 	// session from before bindery holds hundreds, read again every turn
 	// without it (stamps_absent.go).
