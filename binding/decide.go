@@ -378,10 +378,8 @@ func (d *decider) collect() error {
 		}
 	}
 	d.tb = slices.Grow(d.mem.tb[:0], n)
-	if d.mem.seen == nil {
-		d.mem.seen = make(map[Digest]bool, n)
-	}
-	seen := d.mem.seen
+	seen := &d.mem.seen
+	seen.reset(n)
 	stamps, si := d.in.Stamps, 0
 	for i := range d.req.Messages {
 		m := &d.req.Messages[i]
@@ -395,8 +393,7 @@ func (d *decider) collect() error {
 			}
 			t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, chain: b.Chain}
 			if b.Signed {
-				t.dup = seen[b.Key]
-				seen[b.Key] = true
+				t.dup = seen.add(&b.Key, len(d.tb), d.tb)
 				if si < len(stamps) {
 					t.in = stamps[si]
 				}

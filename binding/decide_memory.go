@@ -9,7 +9,7 @@ package binding
 // Compile at a time uses a DecideMemory; the zero value is ready.
 type DecideMemory struct {
 	tb       []tblock
-	seen     map[Digest]bool
+	seen     keySet
 	parent   []int
 	depth    []int
 	idx      map[Digest]int
@@ -25,14 +25,11 @@ const decideMemoryKeys = 1 << 16
 
 // keepMaps empties m's maps for a decision, or drops them.
 func (m *DecideMemory) keepMaps() {
-	if len(m.seen) > decideMemoryKeys {
-		m.seen = nil
+	if len(m.seen.tags) > 2*decideMemoryKeys {
+		m.seen = keySet{}
 	}
 	if len(m.idx) > decideMemoryKeys {
 		m.idx = nil
-	}
-	if len(m.seen) > 0 {
-		clear(m.seen)
 	}
 	if len(m.idx) > 0 {
 		clear(m.idx)
