@@ -85,6 +85,21 @@ type CompileInput struct {
 	// Memory, when set, is scratch the decision may reuse (DecideMemory);
 	// the decision is the same with or without it.
 	Memory *DecideMemory
+
+	// Share, when set, is what the record shares (ShareTail): the
+	// decision builds the record's arrays in Memory's scratch and keeps of
+	// them only what Share.Base does not hold, where ShareTail would. A
+	// long history's record was built whole, then shared, each turn: a few
+	// hundred KB allocated and dropped. The record is exactly the one
+	// ShareTail(record, Share.Base, Share.Tip) makes.
+	Share *RecordShare
+}
+
+// RecordShare is ShareTail's inputs for a compile's record: the record it
+// most likely repeats (nil: none) and the conversation's tip.
+type RecordShare struct {
+	Base *CompileRecord
+	Tip  *ShareTip
 }
 
 // Strip is one thinking block the compile removes, at its position in the
@@ -884,10 +899,17 @@ func (d *decider) finish(out *Compiled) {
 	}
 	kept := 0
 	for i := range d.tb {
+		if d.tb[i].kept {
+			kept++
+		}
+	}
+	if kept > 0 {
+		out.Kept = make([]Digest, 0, kept) // a long history's keys: grown by append, copied several times over
+	}
+	for i := range d.tb {
 		t := &d.tb[i]
 		p := Pos{t.msg, t.blk}
 		if t.kept {
-			kept++
 			out.Kept = append(out.Kept, t.key)
 			continue
 		}
@@ -897,16 +919,24 @@ func (d *decider) finish(out *Compiled) {
 		}
 	}
 	msgs := d.req.Messages
-	rec.Sent = make([]SentMessage, 0, len(msgs))
-	rec.Kept = make([]KeptBlock, 0, kept)
 	blocks := 0
 	for i := range msgs {
 		if !d.dropped[i] {
 			blocks += len(msgs[i].Blocks)
 		}
 	}
-	sent := make([]uint64, 0, blocks) // every message's sent blocks, one after another
-	ti := 0                           // d.tb is in request order: the next thinking block's tblock
+	var sent []uint64 // every message's sent blocks, one after another
+	if in.Share != nil {
+		// scratch: ShareTail below copies out what the record keeps
+		rec.Sent = slices.Grow(d.mem.sent[:0], len(msgs))
+		rec.Kept = slices.Grow(d.mem.kept[:0], kept)
+		sent = slices.Grow(d.mem.blocks[:0], blocks)
+	} else {
+		rec.Sent = make([]SentMessage, 0, len(msgs))
+		rec.Kept = make([]KeptBlock, 0, kept)
+		sent = make([]uint64, 0, blocks)
+	}
+	ti := 0 // d.tb is in request order: the next thinking block's tblock
 	for i := range msgs {
 		if d.dropped[i] {
 			out.Dropped = append(out.Dropped, i)
@@ -946,6 +976,10 @@ func (d *decider) finish(out *Compiled) {
 		rec.Sent = append(rec.Sent, sm)
 	}
 	out.Cache = firstChange(d.req, rec, in.Owner)
+	if in.Share != nil {
+		d.mem.sent, d.mem.kept, d.mem.blocks = rec.Sent[:0], rec.Kept[:0], sent[:0]
+		ShareTail(rec, in.Share.Base, in.Share.Tip)
+	}
 	for msg, ids := range d.skipped {
 		out.Skipped = append(out.Skipped, StampSkip{Message: msg, Compiles: ids})
 	}

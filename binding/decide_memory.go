@@ -16,6 +16,10 @@ type DecideMemory struct {
 	dropped  []bool
 	stripped []int
 	msgStart []Digest
+	// a record's arrays before ShareTail (CompileInput.Share)
+	sent   []SentMessage
+	kept   []KeptBlock
+	blocks []uint64
 }
 
 // decideMemoryKeys bounds the maps a DecideMemory keeps: past it a map is

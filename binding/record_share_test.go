@@ -118,3 +118,65 @@ func TestShareTailAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileShare: a compile given Share makes exactly the record a
+// compile without it makes and ShareTail then shares, turn after turn in
+// one reused DecideMemory, from the owner, an older record or none; and
+// no record it made changes under a later compile (the scratch it was
+// built in is reused each turn).
+func TestCompileShare(t *testing.T) {
+	const turns = 40
+	var tipA, tipB ShareTip
+	var mem DecideMemory
+	var recsA, recsB, want []*CompileRecord
+	stamps := map[Digest]*Stamp{}
+	rng := rand.New(rand.NewPCG(3, 9))
+	// one conversation growing, then another one shrinking: the scratch is
+	// then large enough to be written again in place, with other values,
+	// under any record that still used it
+	for step := 0; step < 2*turns; step++ {
+		n, conv := 2+step, uint64(9)
+		if step >= turns {
+			n, conv = 2+2*turns-1-step, 13
+		}
+		r, err := ParseRequest(genRequestPrefix(conv, n, 2+turns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, s := range stampsFor(r) {
+			stamps[k] = s
+		}
+		pick := len(recsA) - 1 // the owner
+		switch rng.IntN(6) {
+		case 0:
+			pick = -1 // none
+		case 1:
+			pick = rng.IntN(len(recsA)+1) - 1 // any
+		}
+		var baseA, baseB *CompileRecord
+		if pick >= 0 {
+			baseA, baseB = recsA[pick], recsB[pick]
+		}
+		in := CompileInput{ID: fmt.Sprint("c", n), Request: r, Engaged: true, Stamps: StampsFor(r, stamps), Owner: baseA}
+		a, err := Compile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ShareTail(a.Record, baseA, &tipA)
+		in.Owner, in.Memory, in.Share = baseB, &mem, &RecordShare{Base: baseB, Tip: &tipB}
+		b, err := Compile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a.Record, b.Record) {
+			t.Fatalf("turn %d: the shared record differs from ShareTail's", n)
+		}
+		recsA, recsB = append(recsA, a.Record), append(recsB, b.Record)
+		want = append(want, cloneRecord(b.Record))
+		for i, rec := range recsB {
+			if !reflect.DeepEqual(rec, want[i]) {
+				t.Fatalf("turn %d: record %d changed", n, i)
+			}
+		}
+	}
+}

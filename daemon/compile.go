@@ -107,12 +107,29 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := binding.Compile(binding.CompileInput{
+	in := binding.CompileInput{
 		ID: id, Conversation: call.Conversation, Branch: call.Branch, Seq: seq,
 		Request: req, BindsThinking: call.BindsThinking, DryRun: call.DryRun, Engaged: f.engaged,
 		Stamps: f.stamps, Released: f.released, Remembered: f.remembered, Owner: f.owner, Models: b.models,
 		Compactions: f.compactions, Memory: &c.decide,
-	})
+	}
+	if !call.DryRun {
+		// In memory, the record shares what it repeats of the record it
+		// most likely extends: the base it was compiled by reference from,
+		// else its branch's owner (compared, never assumed); in the
+		// database it names the chunks that record stored instead of
+		// writing them again (persistCompile).
+		if f.owner != nil {
+			f.shareBase = c.compiles[f.owner.ID]
+		}
+		if call.Base != nil {
+			if e := c.compiles[call.Base.CompileID]; e != nil && e.rec != nil {
+				f.shareBase = e
+			}
+		}
+		in.Share = &binding.RecordShare{Base: f.shareBase.chunkSource().Record, Tip: &c.tip}
+	}
+	compiled, err := binding.Compile(in)
 	if err != nil {
 		return nil, api.Errorf(api.CodeBadRequest, "compile: %v", err)
 	}
@@ -143,21 +160,9 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		owner = br.Owner
 	}
 	plan := b.retention(c, rec.ID, compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec}, owner)
-	// In memory, the record shares what it repeats of the record it most
-	// likely extends: the base it was compiled by reference from, else its
-	// branch's owner (compared, never assumed); in the database it names
-	// the chunks that record stored instead of writing them again.
-	var base *compileEntry
-	if f.owner != nil {
-		base = c.compiles[f.owner.ID]
-	}
-	if call.Base != nil {
-		if e := c.compiles[call.Base.CompileID]; e != nil && e.rec != nil {
-			base = e
-		}
-	}
-	src := base.chunkSource()
-	binding.ShareTail(rec, src.Record, &c.tip)
+	// The record shares what it repeats of f.shareBase's (compileLocked),
+	// in memory and in its chunks.
+	src := f.shareBase.chunkSource()
 	var chunks []db.ChunkHash
 	// Deferred: the accept that follows syncs the record with its own
 	// commit, one fsync a turn. A power loss in between loses the record:

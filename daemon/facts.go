@@ -24,7 +24,11 @@ type compileFacts struct {
 	parent      *api.BranchRef
 	parentState *db.ConversationState // the parent's stored state (nil without a parent)
 
-	stamps      []*binding.Stamp // of the request's StampKeys, in order
+	stamps []*binding.Stamp // of the request's StampKeys, in order
+	// shareBase is the remembered compile the record shares with (nil:
+	// none), chosen before the decision, which builds the record sharing
+	// it (binding.RecordShare).
+	shareBase   *compileEntry
 	released    map[binding.Digest]bool
 	remembered  []*binding.CompileRecord
 	owner       *binding.CompileRecord
