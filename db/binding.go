@@ -537,9 +537,12 @@ type PathEntry struct {
 // few new entries, not the path's depth; a parentId cycle ends it at the
 // cycle's earliest entry (walk.go).
 func (d *DB) SessionPath(ctx context.Context, session, entry string) (path []PathEntry, found bool, err error) {
-	nodes, _, err := d.walkSession(ctx, session, entry)
+	nodes, kept, err := d.walkSession(ctx, session, entry)
 	if err != nil {
 		return nil, false, err
+	}
+	if kept != nil {
+		nodes = kept.nodes()
 	}
 	path = make([]PathEntry, 0, len(nodes))
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -560,7 +563,7 @@ func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []st
 	if err != nil {
 		return nil, false, err
 	}
-	if len(nodes) == 0 {
+	if len(nodes) == 0 && kept == nil {
 		return nil, false, nil
 	}
 	var has func(id string) bool
@@ -583,8 +586,8 @@ func (d *DB) SessionPathHas(ctx context.Context, session, entry string, ids []st
 	return on, true, nil
 }
 
-// walkSession is walkKept from entry in the live file of session (no
-// nodes when neither is ingested).
+// walkSession is walkKept from entry in the live file of session (nothing
+// when neither is ingested).
 func (d *DB) walkSession(ctx context.Context, session, entry string) ([]walkNode, *pathMemo, error) {
 	file, ok, err := d.sessionFile(ctx, session)
 	var nodes []walkNode

@@ -29,24 +29,48 @@ import (
 // kept: it would change with entries off it (a line repeating the id of
 // an entry of the cycle's rest).
 type pathMemo struct {
-	file  int64
-	high  int64      // the file's largest seq when walked
-	nodes []walkNode // leaf first, as walkUp returns them
-	// The index of an id in nodes: own holds nodes[:split]'s; the rest,
-	// nodes[split:], are base.nodes[from:] (a path taken from a kept one
-	// indexes only what it walked: a long path's index was most of a
-	// turn's cost). depth bounds the chain of bases.
+	file int64
+	high int64 // the file's largest seq when walked
+	// The path's nodes, leaf first as walkUp returns them, are walked
+	// (its own, split of them), then base's from its node from on (a path
+	// taken from a kept one holds and indexes only what it walked: a long
+	// path's copy and index were most of a turn's cost). own indexes
+	// walked's ids. depth bounds the chain of bases; n is the path's
+	// length.
+	walked      []walkNode
 	own         map[string]int
 	split, from int
 	base        *pathMemo
 	depth       int
+	n           int
 }
 
 // pathMemoDepth bounds a kept path's chain of bases; past it the path is
 // indexed whole.
 const pathMemoDepth = 8
 
-// index is where id lies in m.nodes.
+// node is the path's node i (0: the leaf).
+func (m *pathMemo) node(i int) *walkNode {
+	for i >= m.split {
+		i, m = i-m.split+m.from, m.base
+	}
+	return &m.walked[i]
+}
+
+// nodes is the path's nodes, leaf first, in an array of their own.
+func (m *pathMemo) nodes() []walkNode {
+	out := make([]walkNode, 0, m.n)
+	for i := 0; m != nil; m = m.base {
+		if i < m.split {
+			out = append(out, m.walked[i:m.split]...)
+			i = m.split
+		}
+		i = i - m.split + m.from // where the rest begins on base's path
+	}
+	return out
+}
+
+// index is where id lies on the path (node).
 func (m *pathMemo) index(id string) (int, bool) {
 	if i, ok := m.own[id]; ok {
 		return i, true
@@ -97,27 +121,30 @@ func (p *pathMemos) drop(m *pathMemo) {
 	}
 }
 
-// keep remembers the path nodes (leaf first) walked in file at high;
-// from base, when nodes[split:] are base.nodes[from:]. It returns the kept
+// keep remembers the path walked in file at high: walked (leaf first),
+// then, with base, base's path from its node from on. It returns the kept
 // path (nil for no nodes).
-func (p *pathMemos) keep(file, high int64, nodes []walkNode, base *pathMemo, split, from int) *pathMemo {
-	if len(nodes) == 0 {
+func (p *pathMemos) keep(file, high int64, walked []walkNode, base *pathMemo, from int) *pathMemo {
+	m := &pathMemo{file: file, high: high, walked: walked, split: len(walked), n: len(walked)}
+	if base != nil {
+		m.base, m.from, m.depth, m.n = base, from, base.depth+1, len(walked)+base.n-from
+		if m.depth > pathMemoDepth {
+			// indexed and held whole again
+			m.walked = m.nodes()
+			m.base, m.split, m.from, m.depth = nil, len(m.walked), 0, 0
+		}
+	}
+	if m.n == 0 {
 		return nil
 	}
-	m := &pathMemo{file: file, high: high, nodes: nodes}
-	if base != nil && base.depth < pathMemoDepth {
-		m.base, m.split, m.from, m.depth = base, split, from, base.depth+1
-	} else {
-		split = len(nodes)
-	}
-	m.own = make(map[string]int, split)
-	for i := range split {
-		m.own[nodes[i].id] = i
+	m.own = make(map[string]int, m.split)
+	for i := range m.split {
+		m.own[m.walked[i].id] = i
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, x := range p.memos {
-		if x.file == file && x.nodes[0].seq == nodes[0].seq {
+		if x.file == file && x.node(0).seq == m.node(0).seq {
 			p.memos = append(p.memos[:i], p.memos[i+1:]...) // replaced by the newer walk
 			break
 		}
@@ -169,7 +196,7 @@ func (d *DB) currentPaths(ctx context.Context, tx keptReads, file, high int64, m
 			if !ok {
 				break
 			}
-			if _, on := m.index(a.id); (on || a.id == m.nodes[len(m.nodes)-1].parent) && a.seq > m.high {
+			if _, on := m.index(a.id); (on || a.id == m.node(m.n-1).parent) && a.seq > m.high {
 				ok = false // an entry of the path is replaced, or the path goes on
 			}
 		}
@@ -183,9 +210,9 @@ func (d *DB) currentPaths(ctx context.Context, tx keptReads, file, high int64, m
 }
 
 // walkKept is walkFrom(file, entry, 0) through the kept paths: it returns
-// the same nodes, leaf first, which the caller must not change (they may
-// be a kept path's), and the kept path they are (nil when they are not
-// kept: a path cut at a cycle, or none).
+// the kept path of those nodes, or, when they are not kept (a path cut at
+// a cycle), the nodes, leaf first (both nil: none). Nothing the caller
+// gets may be changed: it may be a kept path's.
 func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode, *pathMemo, error) {
 	rtx, err := d.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -216,8 +243,8 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 		return nil, nil, fmt.Errorf("kept paths: %w", err)
 	}
 	for _, m := range memos {
-		if m.nodes[0].seq == seq.Int64 {
-			return m.nodes, m, nil // the same leaf, its path unchanged
+		if m.node(0).seq == seq.Int64 {
+			return nil, m, nil // the same leaf, its path unchanged
 		}
 	}
 	// Up a few entries first (a turn's), then further.
@@ -231,9 +258,8 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 		}
 		for i, n := range near {
 			for _, m := range memos {
-				if j, ok := m.index(n.id); ok && m.nodes[j].seq == n.seq {
-					nodes := append(near[:i:i], m.nodes[j:]...)
-					return nodes, d.paths.keep(file, high.Int64, nodes, m, i, j), nil
+				if j, ok := m.index(n.id); ok && m.node(j).seq == n.seq {
+					return nil, d.paths.keep(file, high.Int64, near[:i:i], m, j), nil
 				}
 			}
 		}
@@ -242,7 +268,7 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 			if cyc != nil {
 				return near, nil, nil
 			}
-			return near, d.paths.keep(file, high.Int64, near, nil, 0, 0), nil
+			return nil, d.paths.keep(file, high.Int64, near, nil, 0), nil
 		}
 	}
 	nodes, cyc, err := walkUp(ctx, tx, file, seq.Int64, 0)
@@ -253,7 +279,7 @@ func (d *DB) walkKept(ctx context.Context, file int64, entry string) ([]walkNode
 	if cyc != nil {
 		return nodes, nil, nil
 	}
-	return nodes, d.paths.keep(file, high.Int64, nodes, nil, 0, 0), nil
+	return nil, d.paths.keep(file, high.Int64, nodes, nil, 0), nil
 }
 
 // keptReads runs a walk's queries in its read transaction through the

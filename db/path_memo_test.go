@@ -153,9 +153,43 @@ func keptIsWalk(t *testing.T, seed uint64) {
 	}
 }
 
+// TestKeptPathHoldsItsTurn: a path walked from a kept one holds only
+// the entries it walked, and the chain of kept paths it stands on stays
+// within pathMemoDepth (past it the path is held whole again), so a turn
+// neither copies the history nor asks a chain that grows with it.
+func TestKeptPathHoldsItsTurn(t *testing.T) {
+	d, add, count := turnsSession(t)
+	ctx := t.Context()
+	add(30)
+	whole := 0
+	for turn := range 40 {
+		add(3)
+		n := count()
+		on, found, err := d.SessionPathHas(ctx, "turns", "e"+itoa(n), []string{"e1", "e" + itoa(n-3), "e0"})
+		if err != nil || !found || !on["e1"] || !on["e"+itoa(n-3)] || on["e0"] {
+			t.Fatalf("turn %d: on %v, found %v, err %v", turn, on, found, err)
+		}
+		m := d.paths.memos[len(d.paths.memos)-1]
+		if m.node(0).id != "e"+itoa(n) || m.n != n || len(m.nodes()) != n {
+			t.Fatalf("turn %d: the kept path is %s…, %d entries (%d), want e%d…, %d", turn, m.node(0).id, m.n, len(m.nodes()), n, n)
+		}
+		switch {
+		case m.depth > pathMemoDepth:
+			t.Fatalf("turn %d: a chain of %d kept paths, bound %d", turn, m.depth, pathMemoDepth)
+		case m.base == nil:
+			whole++
+		case len(m.walked) > 3:
+			t.Fatalf("turn %d: the path holds %d entries of its own, want the turn's 3", turn, len(m.walked))
+		}
+	}
+	if whole < 40/(pathMemoDepth+1) || whole > 40/pathMemoDepth+1 {
+		t.Fatalf("the path was held whole %d times in 40 turns", whole)
+	}
+}
+
 // turnsSession is a pi session of one linear branch, grown by add(k) of k
 // entries; n() is the number of entries, the last one "e"+itoa(n()).
-func turnsSession(b *testing.B) (d *DB, add func(k int), n func() int) {
+func turnsSession(b testing.TB) (d *DB, add func(k int), n func() int) {
 	d = mustOpen(b)
 	ctx := context.Background()
 	const path = "/s/turns.jsonl"
