@@ -32,6 +32,10 @@ type Parser struct {
 	untyped  bool
 	fixed    bool // the shape is given: never switch
 	known    int  // messages taken from Known in this parse (they start the array)
+	// extend is Spare when it is the Known request's own memory, which
+	// takeKnown extends in place (parse_known.go); inPlace, that it did.
+	extend  RequestMemory
+	inPlace bool
 
 	// trace, when set (tests only), sees every framed canonical form:
 	// kind and the canonical bytes (without the header); kind 0 (no
@@ -51,8 +55,12 @@ type Parser struct {
 	// any more (RequestMemory): the parse builds its Request in it where it
 	// is large enough, instead of allocating (and the runtime zeroing) a
 	// long conversation's messages and blocks again every turn. It must
-	// not be the memory of the Known request, nor of any Request still
-	// read. One Parse uses it; the caller sets it before each.
+	// not be the memory of any Request still read, with one exception: it
+	// may be the Known request's own memory, when the caller gives up what
+	// that Request holds after its first Known.Messages messages; the parse
+	// then keeps those where they lie and builds the rest after them
+	// (parse_known.go), or, when it cannot take them, leaves that memory
+	// alone. One Parse uses it; the caller sets it before each.
 	Spare RequestMemory
 	built RequestMemory
 
@@ -118,6 +126,11 @@ func (p *Parser) Parse(body []byte) (*Request, error) {
 func (p *Parser) parseAs(body []byte, converse, fixed bool) (r *Request, err error) {
 	defer func() { p.done(err == nil) }()
 	p.converse, p.fixed = converse, fixed
+	p.extend = RequestMemory{}
+	if k := p.Known; k != nil && k.Request != nil && len(k.Request.Messages) > 0 &&
+		cap(p.Spare.Messages) > 0 && &p.Spare.Messages[:1][0] == &k.Request.Messages[0] {
+		p.extend, p.Spare = p.Spare, RequestMemory{} // never a spare to write over
+	}
 	r, err = p.parse(body)
 	if err == errReadAsConverse {
 		if p.trace != nil {
@@ -137,7 +150,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
 	p.foreign, p.untyped = "", false
-	p.known = 0
+	p.known, p.inPlace = 0, false
 	clear(p.memoOf)
 	p.memoOf = p.memoOf[:0]
 	r := &Request{}
@@ -273,7 +286,11 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	}
 	r.Messages = p.msgs
 	e := len(p.blocks)
-	for i := len(r.Messages) - 1; i >= 0; i-- {
+	last := 0
+	if p.inPlace {
+		last = p.known // the known messages' blocks stay where they lie
+	}
+	for i := len(r.Messages) - 1; i >= last; i-- {
 		if s := p.bstart[i]; s >= 0 {
 			r.Messages[i].Blocks = p.blocks[s:e:e]
 			e = s
@@ -350,7 +367,7 @@ func (p *Parser) spare(msgs, blocks int) ([]Message, []Block) {
 func (p *Parser) done(ok bool) {
 	p.c.in = nil
 	p.Known = nil
-	p.Spare = RequestMemory{}
+	p.Spare, p.extend = RequestMemory{}, RequestMemory{}
 	p.built = RequestMemory{}
 	if ok {
 		p.built = RequestMemory{Messages: p.msgs, Blocks: p.blocks}

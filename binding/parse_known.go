@@ -79,6 +79,51 @@ func (k *KnownPrefix) PlacedAt(out []byte) bool {
 	return true
 }
 
+// takeInPlace takes the known messages ms where they lie, in ext, the
+// known request's own memory (Parser.Spare): the new request's arrays are
+// ext's, the known messages and their blocks at its start, untouched, and
+// the rest is written after them. A long conversation's parse copied its
+// whole history's messages and blocks each turn (most of a turn's parse).
+// It reports false, having changed nothing, unless ext's arrays begin with
+// exactly ms and their blocks (a Request's parse lays them out so, in
+// order). rest is the body's bytes after the known messages.
+func (p *Parser) takeInPlace(ms []Message, ext RequestMemory, rest int) bool {
+	if cap(ext.Messages) < len(ms) || &ext.Messages[:1][0] != &ms[0] {
+		return false
+	}
+	p.bstart = slices.Grow(p.bstart, len(ms)+16)
+	p.memoOf = slices.Grow(p.memoOf, len(ms)+16)
+	nb, first, last := 0, -1, -1
+	for i := range ms {
+		if ms[i].Blocks == nil {
+			p.bstart = append(p.bstart, -1)
+		} else {
+			if len(ms[i].Blocks) > 0 {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+			p.bstart = append(p.bstart, nb)
+			nb += len(ms[i].Blocks)
+		}
+		p.memoOf = append(p.memoOf, nil)
+	}
+	if nb > 0 {
+		fb, lb := ms[first].Blocks, ms[last].Blocks
+		if cap(ext.Blocks) < nb || &ext.Blocks[:nb][0] != &fb[0] || &ext.Blocks[:nb][nb-1] != &lb[len(lb)-1] {
+			p.bstart, p.memoOf = p.bstart[:len(p.bstart)-len(ms)], p.memoOf[:len(p.memoOf)-len(ms)]
+			return false
+		}
+	}
+	// Grown here, a copy as any append's (the room a parse makes lets most
+	// turns write in place); the known messages read the same either way.
+	p.msgs = slices.Grow(ext.Messages[:len(ms)], 16+rest/4096)
+	p.blocks = slices.Grow(ext.Blocks[:nb], 16+rest/512)
+	p.inPlace = true
+	return true
+}
+
 // KnownTaken is how many messages the last Parse took from Known.
 func (p *Parser) KnownTaken() int { return p.known }
 
@@ -101,6 +146,14 @@ func (p *Parser) takeKnown() int {
 	}
 	ms := k.Request.Messages[:k.Messages]
 	delta := c.pos - from
+	if ext := p.extend; ext.Messages != nil && delta == 0 && p.msgs == nil && p.blocks == nil {
+		p.extend = RequestMemory{} // one pass: a second one (as Converse) parses afresh
+		if p.takeInPlace(ms, ext, len(c.in)-(to-from)) {
+			c.pos += to - from
+			p.known = len(ms)
+			return len(ms)
+		}
+	}
 	nb := 0
 	for i := range ms {
 		nb += len(ms[i].Blocks)

@@ -74,6 +74,46 @@ func parseKnownAgrees(t *testing.T, body []byte, k *KnownPrefix, memo *Memo) int
 	return p.known
 }
 
+// parseInPlaceAgrees fails t unless whole, rebuilt in the memory of an
+// earlier parse of itself after its first n messages (as the daemon
+// extends a base), parses with that parse Known and its memory as Spare
+// exactly as without, leaving the earlier parse's first n messages as
+// they were.
+func parseInPlaceAgrees(t *testing.T, whole []byte, n int) {
+	t.Helper()
+	earlier := append(make([]byte, 0, 2*len(whole)+1), whole...)
+	var ep Parser
+	er, err := ep.Parse(earlier)
+	if err != nil || !er.Bound || n < 1 || n > len(er.Messages) {
+		return
+	}
+	mem := ep.Built()
+	pe := er.Messages[n-1].Span.End
+	tail := whole[pe:]
+	ext := append(earlier[:pe], tail...)
+	if &ext[0] != &earlier[0] {
+		t.Fatal("the extension moved")
+	}
+	kept := deepCopyRequest(&Request{Messages: er.Messages[:n]})
+	k := &KnownPrefix{Body: earlier[:pe], Request: er, Messages: n}
+	k.PlacedAt(ext)
+	want, werr := ParseRequest(whole)
+	p := Parser{Known: k, Spare: mem}
+	got, gerr := p.Parse(ext)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("in place: error %v, want %v", gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("in place (%d taken) differs from a parse without Known", p.KnownTaken())
+	}
+	if p.KnownTaken() == n && !p.inPlace {
+		t.Fatal("the prefix was taken, not in place")
+	}
+	if !reflect.DeepEqual(kept, deepCopyRequest(&Request{Messages: er.Messages[:n]})) {
+		t.Fatal("the earlier parse's first messages changed")
+	}
+}
+
 // deepCopyRequest copies r and every message's blocks: a later parse that
 // shares them must leave the copy equal to r.
 func deepCopyRequest(r *Request) *Request {
@@ -219,6 +259,10 @@ func FuzzParseKnown(f *testing.F) {
 			if _, err := sp.Parse(base); err == nil {
 				parseSpareAgrees(t, whole, &KnownPrefix{Body: base, Request: r, Messages: int(n)}, sp.Built())
 			}
+			// extended in place: the whole request parsed into memory with
+			// room, then the same bytes written after its first n messages
+			// in that memory, and parsed there
+			parseInPlaceAgrees(t, whole, int(n))
 		}
 	})
 }

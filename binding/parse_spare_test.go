@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 )
@@ -142,4 +143,95 @@ func TestParseSpareGrowing(t *testing.T) {
 		t.Fatalf("%d of 24 turns were built in their spare", reused)
 	}
 	t.Logf("%d of 24 turns built in their spare", reused)
+}
+
+// TestParseKnownInPlace: given the known request's own memory as Spare, a
+// parse that takes the known prefix keeps it where it lies (the new
+// request's first messages and blocks are the known request's, unmoved,
+// and the known request's first Known.Messages messages read as before)
+// and is exactly a parse without it; one that cannot take the prefix
+// leaves that memory whole, every message of it, and parses afresh.
+func TestParseKnownInPlace(t *testing.T) {
+	const n = 5
+	base, next := genRequestPrefix(11, 6, 9), genRequestPrefix(11, 9, 9)
+	nr, err := ParseRequest(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := dropMessages(next, nr, n)
+	// the earlier request, parsed into memory with room (a rebuild's)
+	earlier := func() ([]byte, *Request, RequestMemory) {
+		body, _ := placeKnown(base, mustParse(t, string(base)), n, tail)
+		body = append(make([]byte, 0, 2*len(body)), body...)
+		var p Parser
+		r, err := p.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body, r, p.Built()
+	}
+	extendBody := func(body []byte, r *Request) []byte {
+		at := r.Messages[0].Span.Start
+		out := body[:r.Messages[n-1].Span.End]
+		return append(append(out, ','), tail[at:]...)
+	}
+
+	body, r, mem := earlier()
+	kept := deepCopyRequest(&Request{Messages: r.Messages[:n]})
+	ext := extendBody(body, r)
+	k := &KnownPrefix{Body: body[:r.Messages[n-1].Span.End], Request: r, Messages: n}
+	k.PlacedAt(ext)
+	want, _ := ParseRequest(ext)
+	p := Parser{Known: k, Spare: mem}
+	got, err := p.Parse(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the parse in place differs from a parse without Known")
+	}
+	withBlocks := -1
+	for j := range n {
+		if len(r.Messages[j].Blocks) > 0 {
+			withBlocks = j
+		}
+	}
+	if withBlocks < 0 {
+		t.Fatal("no known message has blocks")
+	}
+	if p.KnownTaken() != n || &got.Messages[0] != &mem.Messages[:1][0] || &got.Messages[withBlocks].Blocks[0] != &r.Messages[withBlocks].Blocks[0] {
+		t.Fatalf("took %d messages, not in the known request's memory", p.KnownTaken())
+	}
+	if !reflect.DeepEqual(kept, deepCopyRequest(&Request{Messages: r.Messages[:n]})) {
+		t.Fatal("the known messages changed under the parse in place")
+	}
+	if built := p.Built(); &built.Messages[:1][0] != &mem.Messages[:1][0] {
+		t.Fatal("Built is not the memory extended")
+	}
+
+	// A prefix the parse cannot take (a byte of it changed, not placed):
+	// the known request's memory is left whole.
+	body, r, mem = earlier()
+	whole := deepCopyRequest(r)
+	ext = extendBody(body, r)
+	changed := append([]byte(nil), ext...)
+	at := r.Messages[1].Span.Start
+	i := at + bytes.IndexByte(changed[at:r.Messages[1].Span.End], 'a')
+	if i < at {
+		t.Fatal("no 'a' in the second message")
+	}
+	changed[i] = 'b' // inside the second message, still valid JSON
+	p = Parser{Known: &KnownPrefix{Body: body, Request: r, Messages: n}, Spare: mem}
+	if got, err = p.Parse(changed); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := ParseRequest(changed); !reflect.DeepEqual(got, want) || p.KnownTaken() != 0 {
+		t.Fatalf("a changed prefix: took %d messages, or differs from a parse without Known", p.KnownTaken())
+	}
+	if !reflect.DeepEqual(whole, r) {
+		t.Fatal("a parse that took nothing wrote over the known request")
+	}
+	if &got.Messages[0] == &mem.Messages[:1][0] {
+		t.Fatal("a parse that took nothing was built in the known request's memory")
+	}
 }

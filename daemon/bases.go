@@ -276,7 +276,7 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 	if n > maxBody {
 		return nil, nil, api.Errorf(api.CodeLimitExceeded, "compile by reference: the whole request would be %d bytes, over the bound of %d (--max-body)", n, maxBody)
 	}
-	if out, a, ok := s.extend(b, call, start, empty); ok {
+	if out, mem, a, ok := s.extend(b, call, start, empty); ok {
 		known := &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}
 		if !known.PlacedAt(out) {
 			return nil, nil, fmt.Errorf("compile by reference: base %q: its first %d messages are not where they lie in its body", ref.CompileID, ref.Messages)
@@ -285,7 +285,7 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 			out = append(out, ',')
 		}
 		out = append(out, tail[start+1:]...)
-		return out, &shared{messages: ref.Messages, hash: state, spare: s.spareMem(), from: b, known: known, arena: a}, nil
+		return out, &shared{messages: ref.Messages, hash: state, spare: mem, from: b, known: known, arena: a}, nil
 	}
 	known := &binding.KnownPrefix{Body: b.body, Request: b.req, Messages: ref.Messages}
 	out, spare := s.spareFor(n)

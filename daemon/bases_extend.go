@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
 )
 
 // A turn by reference rebuilds its whole request from its base's bytes:
@@ -25,10 +26,10 @@ import (
 //     later compile naming more of them is refused as base_mismatch and
 //     the host compiles in full, which a retry naming as many or fewer
 //     does not need;
-//   - the memory is then shared (arena): it is never a spare body again,
-//     and a later extension must not write below what any base sharing it
-//     still holds (floor), so a host that goes back to fewer messages gets
-//     a copy.
+//   - the memory is then shared (arena), the body's and the parse's: it
+//     is never a spare again, and a later extension must not write below
+//     what any base sharing it still holds (floor), so a host that goes
+//     back to fewer messages gets a copy.
 
 // arena is one body's memory shared by the bases extension made in it.
 type arena struct {
@@ -39,13 +40,16 @@ type arena struct {
 
 // extend is rebuild's body for call made in base b's own memory: b's body
 // cut after the shared messages, with its capacity, when b may be
-// extended (see above); ok false otherwise, and b is unchanged. The caller
+// extended (see above), and b's parse memory, for the compile's parse to
+// extend the same way (binding.Parser.Spare: the parse keeps b's shared
+// messages where they lie and writes the rest after them, or leaves the
+// memory alone); ok false otherwise, and b is unchanged. The caller
 // appends the new messages. start is where the host's messages array
 // begins in call.Request; empty, that it holds no message.
-func (s *baseStore) extend(b *base, call *api.CompileCall, start int, empty bool) (out []byte, a *arena, ok bool) {
+func (s *baseStore) extend(b *base, call *api.CompileCall, start int, empty bool) (out []byte, mem binding.RequestMemory, a *arena, ok bool) {
 	ref, tail := call.Base, call.Request
 	if call.DryRun {
-		return nil, nil, false
+		return nil, binding.RequestMemory{}, nil, false
 	}
 	msgs := b.req.Messages
 	pe := msgs[ref.Messages-1].Span.End
@@ -66,10 +70,10 @@ func (s *baseStore) extend(b *base, call *api.CompileCall, start int, empty bool
 			a = &arena{}
 		}
 		a.floor = max(a.floor, pe)
-		out = b.body[:pe]
-		b.body, b.held, b.arena = b.body[:pe:pe], ref.Messages, a
+		out, mem = b.body[:pe], b.mem
+		b.body, b.held, b.arena, b.mem = b.body[:pe:pe], ref.Messages, a, binding.RequestMemory{}
 		s.spares.extended++
-		return out, a, true
+		return out, mem, a, true
 	}
-	return nil, nil, false
+	return nil, binding.RequestMemory{}, nil, false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -72,6 +73,18 @@ func (h *extendHost) compile(from string, n int, msgs []json.RawMessage, end int
 	return nb, call.Request, nil
 }
 
+// copyMessages is msgs and their blocks in arrays of their own.
+func copyMessages(msgs []binding.Message) []binding.Message {
+	out := make([]binding.Message, len(msgs))
+	for i, m := range msgs {
+		if m.Blocks != nil {
+			m.Blocks = append([]binding.Block{}, m.Blocks...)
+		}
+		out[i] = m
+	}
+	return out
+}
+
 func (s *baseStore) extendedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,9 +118,14 @@ func TestBaseExtended(t *testing.T) {
 	}
 	m3 := turn(m2, 3)
 	b2bytes := held(b2)
+	b2msgs := b2.req.Messages[:len(m2)-1] // b2's parse, whatever becomes of b2
+	b2parse := copyMessages(b2msgs)
 	b3, _, err := h.compile(b2.id, len(m2)-1, m3, keep)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if &b3.req.Messages[0] != &b2msgs[0] || b2.mem.Messages != nil {
+		t.Fatal("b3 was not parsed in b2's parse memory, or b2 kept it")
 	}
 	if s.extendedCount() != 1 || &b3.body[0] != &b2.body[0] {
 		t.Fatalf("b2 not extended in place (%d extended)", s.extendedCount())
@@ -148,8 +166,8 @@ func TestBaseExtended(t *testing.T) {
 	if err != nil || s.extendedCount() != 1 {
 		t.Fatalf("below b2's shared messages: %v, %d extended", err, s.extendedCount())
 	}
-	if !bytes.Equal(b2view, kept) {
-		t.Fatal("b2's bytes changed under it")
+	if !bytes.Equal(b2view, kept) || !reflect.DeepEqual(copyMessages(b2msgs), b2parse) {
+		t.Fatal("b2's bytes or parse changed under it")
 	}
 	if &b5.body[0] == &b3view[0] {
 		t.Fatal("the rewound turn was built in b3's memory")
@@ -158,6 +176,15 @@ func TestBaseExtended(t *testing.T) {
 	b6, _, err := h.compile(b5.id, len(rewound)-1, m6, keep)
 	if err != nil || s.extendedCount() != 2 {
 		t.Fatalf("b5, a copy of its own: %v, %d extended", err, s.extendedCount())
+	}
+	// b2 and b3 are dropped now: the memory they shared is no spare
+	if _, ok := s.get(b3.id); ok {
+		t.Fatal("b3 still kept")
+	}
+	for _, sp := range s.spares.list {
+		if cap(sp.mem.Messages) > 0 && &sp.mem.Messages[:1][0] == &b2msgs[0] || cap(sp.body) > 0 && &sp.body[:1][0] == &b2view[0] {
+			t.Fatal("memory bases shared is a spare")
+		}
 	}
 
 	// A request whose bytes before its messages differ (here max_tokens,

@@ -22,9 +22,9 @@ import (
 //     layer's), no answer holds it (lent: a compile that returned the
 //     whole request may answer with the body itself) and no other base
 //     shares its memory (arena, bases_extend.go); its parse's memory
-//     (binding.RequestMemory) in any case, with the body or alone (no
-//     answer holds a Request: compileAnswer runs before the base is
-//     kept), for a rebuild that extends its base and needs no body;
+//     (binding.RequestMemory) unless another base shares it, with the body
+//     or alone (no answer holds a Request: compileAnswer runs before the
+//     base is kept);
 //   - at most maxSpares spares of at most basesMaxBytes/4 in all are
 //     kept, the smallest dropped first: a spare is only a saving, and
 //     the garbage collector takes the rest as before.
@@ -55,10 +55,12 @@ func (s *baseStore) recycleLocked(b *base) {
 		return
 	}
 	sp := spare{body: b.body[:0], mem: b.mem}
-	if !b.ownBody || b.lent || b.arena != nil {
-		// not the store's to reuse, or shared with another base
-		// (bases_extend.go); the parse's memory is the base's alone
-		sp.body = nil
+	switch {
+	case b.arena != nil:
+		// shared with another base, body and parse (bases_extend.go)
+		sp = spare{}
+	case !b.ownBody || b.lent:
+		sp.body = nil // not the store's to reuse; the parse's memory is
 	}
 	b.body, b.req, b.mem = nil, nil, binding.RequestMemory{}
 	if cap(sp.body) == 0 && cap(sp.mem.Messages) == 0 {
@@ -108,15 +110,9 @@ func (s *baseStore) spareFor(n int) ([]byte, binding.RequestMemory) {
 	return sp.body, sp.mem
 }
 
-// spareMem is parse memory for a rebuild that needs no body (one that
-// extends its base's): a spare's that has no body, else none. A spare
-// with a body is left whole for a rebuild that needs both.
-func (s *baseStore) spareMem() binding.RequestMemory {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.spareMemLocked()
-}
-
+// spareMemLocked is parse memory for a rebuild that found no spare body:
+// a spare's that has no body, else none (a spare with a body is left
+// whole for a rebuild that needs both).
 func (s *baseStore) spareMemLocked() binding.RequestMemory {
 	best := -1
 	for i, x := range s.spares.list {
