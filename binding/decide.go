@@ -178,23 +178,14 @@ func StampKeys(r *Request) []Digest {
 	if r == nil {
 		return nil
 	}
-	n := 0
-	for i := range r.Messages {
-		for j := range r.Messages[i].Blocks {
-			if b := &r.Messages[i].Blocks[j]; isThinking(b.Kind) && b.Signed {
-				n++
+	th := r.thinkingBlocks()
+	var keys []Digest
+	for _, at := range th {
+		if b := &r.Messages[at.msg].Blocks[at.blk]; b.Signed {
+			if keys == nil {
+				keys = make([]Digest, 0, len(th))
 			}
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	keys := make([]Digest, 0, n)
-	for i := range r.Messages {
-		for j := range r.Messages[i].Blocks {
-			if b := &r.Messages[i].Blocks[j]; isThinking(b.Kind) && b.Signed {
-				keys = append(keys, b.Key)
-			}
+			keys = append(keys, b.Key)
 		}
 	}
 	return keys
@@ -384,38 +375,30 @@ func (d *decider) minter(name string) minterFacts {
 
 func (d *decider) collect() error {
 	d.latest = -1
-	n := 0
-	for i := range d.req.Messages {
-		for j := range d.req.Messages[i].Blocks {
-			if isThinking(d.req.Messages[i].Blocks[j].Kind) {
-				n++
-			}
+	for i := len(d.req.Messages) - 1; i >= 0; i-- {
+		if d.req.Messages[i].Role == "assistant" {
+			d.latest = i
+			break
 		}
 	}
+	th := d.req.thinkingBlocks()
+	n := len(th)
 	d.tb = slices.Grow(d.mem.tb[:0], n)
 	seen := &d.mem.seen
 	seen.reset(n)
 	stamps, si := d.in.Stamps, 0
-	for i := range d.req.Messages {
-		m := &d.req.Messages[i]
-		if m.Role == "assistant" {
-			d.latest = i
-		}
-		for j := range m.Blocks {
-			b := &m.Blocks[j]
-			if !isThinking(b.Kind) {
-				continue
+	for _, at := range th {
+		i, j := int(at.msg), int(at.blk)
+		b := &d.req.Messages[i].Blocks[j]
+		t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, chain: b.Chain}
+		if b.Signed {
+			t.dup = seen.add(&b.Key, len(d.tb), d.tb)
+			if si < len(stamps) {
+				t.in = stamps[si]
 			}
-			t := tblock{msg: i, blk: j, key: b.Key, signed: b.Signed, tokens: b.Tokens, chain: b.Chain}
-			if b.Signed {
-				t.dup = seen.add(&b.Key, len(d.tb), d.tb)
-				if si < len(stamps) {
-					t.in = stamps[si]
-				}
-				si++
-			}
-			d.tb = append(d.tb, t)
+			si++
 		}
+		d.tb = append(d.tb, t)
 	}
 	if stamps != nil && si != len(stamps) {
 		return fmt.Errorf("binding: %d stamps given for the request's %d signed thinking blocks (StampKeys)", len(stamps), si)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"sort"
 )
 
 // Parser parses Messages request bodies, reusing its scratch buffers from one
@@ -296,6 +297,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 			e = s
 		}
 	}
+	r.thinking = p.thinkingOf(r)
 	h := ChainStart()
 	if p.known > 0 {
 		// The known prefix starts the array: its chain values are the
@@ -330,6 +332,23 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 		r.Bound, r.NotMessages = false, p.foreign
 	}
 	return r, nil
+}
+
+// thinkingOf is where r's thinking blocks are (Request.thinking): the
+// known request's, for the messages taken from it, then those of the
+// messages parsed. Never nil.
+func (p *Parser) thinkingOf(r *Request) []thinkingAt {
+	var out []thinkingAt
+	if p.known > 0 {
+		kt := p.Known.Request.thinkingBlocks()
+		cut := sort.Search(len(kt), func(i int) bool { return int(kt[i].msg) >= p.known })
+		out = append(make([]thinkingAt, 0, cut+16), kt[:cut]...)
+	}
+	out = appendThinking(out, r.Messages, p.known)
+	if out == nil {
+		out = []thinkingAt{}
+	}
+	return out
 }
 
 // RequestMemory is the arrays a parsed Request is built in: its messages,

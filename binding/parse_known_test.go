@@ -65,6 +65,7 @@ func parseKnownAgrees(t *testing.T, body []byte, k *KnownPrefix, memo *Memo) int
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("known parse (%d taken) differs from a parse without it", p.known)
 	}
+	thinkingAgrees(t, got)
 	if p.Known != nil {
 		t.Fatal("Known kept after the parse")
 	}
@@ -106,11 +107,28 @@ func parseInPlaceAgrees(t *testing.T, whole []byte, n int) {
 	if gerr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("in place (%d taken) differs from a parse without Known", p.KnownTaken())
 	}
+	thinkingAgrees(t, got)
 	if p.KnownTaken() == n && !p.inPlace {
 		t.Fatal("the prefix was taken, not in place")
 	}
 	if !reflect.DeepEqual(kept, deepCopyRequest(&Request{Messages: er.Messages[:n]})) {
 		t.Fatal("the earlier parse's first messages changed")
+	}
+}
+
+// thinkingAgrees fails t unless r (nil: no parse) records exactly where
+// its messages' thinking blocks are, when its parse recorded them.
+func thinkingAgrees(t *testing.T, r *Request) {
+	t.Helper()
+	if r == nil || r.thinking == nil {
+		return
+	}
+	want := appendThinking(nil, r.Messages, 0)
+	if len(want) == 0 && len(r.thinking) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(r.thinking, want) {
+		t.Fatalf("the parse recorded thinking blocks at %v, they are at %v", r.thinking, want)
 	}
 }
 

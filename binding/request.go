@@ -59,4 +59,35 @@ type Request struct {
 	Model    string // the "model" field (Converse: "modelId")
 	Seed     Digest // system + non-deferred tools, as values
 	Messages []Message
+
+	// thinking is where Messages' thinking blocks are, in request order,
+	// as a parse found them (nil: not recorded; thinkingBlocks finds them).
+	// A long history's decision walked every block of every message
+	// several times over to find its few thinking blocks.
+	thinking []thinkingAt
+}
+
+// thinkingAt is where a thinking block is: its message and its index in
+// that message's Blocks.
+type thinkingAt struct{ msg, blk int32 }
+
+// thinkingBlocks is where r's thinking blocks are, in request order.
+func (r *Request) thinkingBlocks() []thinkingAt {
+	if r.thinking != nil {
+		return r.thinking
+	}
+	return appendThinking(nil, r.Messages, 0)
+}
+
+// appendThinking appends to out where the thinking blocks of msgs[from:]
+// are.
+func appendThinking(out []thinkingAt, msgs []Message, from int) []thinkingAt {
+	for i := from; i < len(msgs); i++ {
+		for j := range msgs[i].Blocks {
+			if isThinking(msgs[i].Blocks[j].Kind) {
+				out = append(out, thinkingAt{int32(i), int32(j)})
+			}
+		}
+	}
+	return out
 }
