@@ -54,7 +54,7 @@ type base struct {
 	refs    int
 	dropped bool
 	// held is how many of req's messages body still holds: all of them
-	// (0) until a later compile extends body in place (extendLocked),
+	// (0) until a later compile extends body in place (bases_extend.go),
 	// after which body is only its first held messages' bytes. arena,
 	// once body's memory is shared that way, is what the bases sharing
 	// it still hold of it; nil while body is the base's alone.
@@ -243,7 +243,7 @@ func (s *baseStore) rebuildFrom(b *base, call *api.CompileCall, maxBody int) ([]
 	}
 	msgs := b.req.Messages // each message's Span: its bytes in body
 	if b.held > 0 {
-		msgs = msgs[:b.held] // a later compile extended the rest's memory (extendLocked)
+		msgs = msgs[:b.held] // a later compile extended the rest's memory (bases_extend.go)
 	}
 	if ref.Messages > len(msgs) {
 		return nil, nil, api.Errorf(api.CodeBaseMismatch, "compile by reference: base %q holds %d messages, not %d (compile in full)", ref.CompileID, len(msgs), ref.Messages)
