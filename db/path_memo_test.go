@@ -173,6 +173,11 @@ func TestKeptPathHoldsItsTurn(t *testing.T) {
 		if m.node(0).id != "e"+itoa(n) || m.n != n || len(m.nodes()) != n {
 			t.Fatalf("turn %d: the kept path is %s…, %d entries (%d), want e%d…, %d", turn, m.node(0).id, m.n, len(m.nodes()), n, n)
 		}
+		for j, nd := range m.nodes() {
+			if i, ok := m.index(nd.id); !ok || i != j || m.node(j).id != nd.id {
+				t.Fatalf("turn %d: %s is node %d, index says %d (%v)", turn, nd.id, j, i, ok)
+			}
+		}
 		switch {
 		case m.depth > pathMemoDepth:
 			t.Fatalf("turn %d: a chain of %d kept paths, bound %d", turn, m.depth, pathMemoDepth)
