@@ -175,20 +175,27 @@ type Compiled struct {
 // the list unique took a set of every key, a fifth of a long
 // conversation's gathering, for a repeat no real request holds.
 func StampKeys(r *Request) []Digest {
-	if r == nil {
+	keys := AppendStampKeys(nil, r)
+	if len(keys) == 0 {
 		return nil
 	}
+	return keys
+}
+
+// AppendStampKeys is StampKeys appended to dst: a caller that compiles
+// turn after turn reuses one array for a long history's keys.
+func AppendStampKeys(dst []Digest, r *Request) []Digest {
+	if r == nil {
+		return dst
+	}
 	th := r.thinkingBlocks()
-	var keys []Digest
+	dst = slices.Grow(dst, len(th))
 	for _, at := range th {
 		if b := &r.Messages[at.msg].Blocks[at.blk]; b.Signed {
-			if keys == nil {
-				keys = make([]Digest, 0, len(th))
-			}
-			keys = append(keys, b.Key)
+			dst = append(dst, b.Key)
 		}
 	}
-	return keys
+	return dst
 }
 
 // StampsFor is CompileInput.Stamps for r from known, which holds the
@@ -451,7 +458,7 @@ func (d *decider) decide() {
 func (d *decider) sentChains() {
 	msgs := d.req.Messages
 	if cap(d.msgStart) < len(msgs) {
-		d.msgStart = make([]Digest, len(msgs))
+		d.msgStart = make([]Digest, len(msgs), withRoom(len(msgs)))
 	}
 	d.msgStart = d.msgStart[:len(msgs)]
 	first := -1

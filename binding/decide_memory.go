@@ -43,9 +43,14 @@ func (m *DecideMemory) keepMaps() {
 // ints is s resized to n, zeroed.
 func ints(s []int, n int) []int {
 	if cap(s) < n {
-		return make([]int, n)
+		return make([]int, n, withRoom(n))
 	}
 	s = s[:n]
 	clear(s)
 	return s
 }
+
+// withRoom is the capacity scratch for n elements is made with: a long
+// conversation's next decision needs a few more, and arrays made to the
+// exact size were made again, zeroed, every turn.
+func withRoom(n int) int { return n + max(n/8, 32) }

@@ -574,6 +574,9 @@ func TestStampsByPosition(t *testing.T) {
 			t.Fatalf("%d stamps for 2 blocks: %v", n, err)
 		}
 	}
+	if got := AppendStampKeys([]Digest{{9}}, req); !slices.Equal(got, append([]Digest{{9}}, keys...)) {
+		t.Fatalf("AppendStampKeys: %v", got)
+	}
 	if got := StampsFor(req, map[Digest]*Stamp{keys[1]: st[1]}); len(got) != 2 || got[0] != nil || got[1] != st[1] {
 		t.Fatalf("StampsFor: %v", got)
 	}

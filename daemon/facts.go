@@ -61,7 +61,8 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	if !f.path.pi {
 		f.path.forkedFrom = c.forkedFrom(call)
 	}
-	keys := binding.StampKeys(req)
+	keys := binding.AppendStampKeys(c.keys[:0], req)
+	c.keys = keys // scratch: nothing of this compile keeps keys
 	if f.path.pi && !f.path.found {
 		if err := b.provenAncestor(ctx, f.path, c.id, keys); err != nil {
 			return nil, err

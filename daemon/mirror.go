@@ -27,6 +27,8 @@ type conv struct {
 	// slab is where the cache's stamps are, in the order they were added
 	// (cachedStamp).
 	slab []binding.Stamp
+	// keys is its compiles' StampKeys scratch (gather).
+	keys []binding.Digest
 	// lastStamps are the stamps its last compile was given, in that
 	// request's StampKeys order (Binder.stamps).
 	lastStamps []*binding.Stamp
