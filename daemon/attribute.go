@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/watcher"
 )
 
 // Ingested is the ingest sink's hook into the binding state, called after
@@ -108,7 +110,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		if len(cands) == 0 {
 			continue
 		}
-		msg, err := binding.ParseReply(r.e.Reply)
+		msg, err := readReply(batch.Path, r.e, r.keys)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reply %s in %s: %w", r.e.ID, batch.Path, err))
 			continue
@@ -202,4 +204,27 @@ func (b *Binder) candidates(ctx context.Context, c *conv, parent string) ([]*bin
 		}
 	}
 	return out, nil
+}
+
+// readReply reads e's line again from the session file at path, as the
+// provider's message (watcher.ReadReply: a batch carries no replies). The
+// file is pi's and may have changed since the batch was read: a line whose
+// signed thinking blocks are not keys, in order, is not e's reply, and
+// attributing it could stamp what the reply never held, so it is an error
+// and the reply is left unstamped (stripped later: safe).
+func readReply(path string, e *db.Entry, keys []binding.Digest) (*binding.Message, error) {
+	got, err := watcher.ReadReply(path, e.Offset, e.Length)
+	if err != nil {
+		return nil, err
+	}
+	var signed []binding.Digest
+	for _, t := range got.Thinking {
+		if t.Signed && len(t.SigDigest) == 32 {
+			signed = append(signed, binding.Digest(t.SigDigest))
+		}
+	}
+	if got.Type != "message" || got.Role != "assistant" || !slices.Equal(signed, keys) || got.Reply == nil {
+		return nil, fmt.Errorf("line %d (offset %d) is no longer this reply: the file changed since it was read", e.Line, e.Offset)
+	}
+	return binding.ParseReply(got.Reply)
 }

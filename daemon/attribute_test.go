@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/my-pi/bindery/api"
@@ -78,19 +82,22 @@ func TestStampLinkedWhicheverLandsFirst(t *testing.T) {
 func TestPiReplySeenOnlyInFileIsStamped(t *testing.T) {
 	e := newBindingEnv(t, nil)
 	const sid = "0193e6c4-dddd-7000-8000-000000000001"
-	p := &piIndex{tb: t, e: e, id: sid, path: "/sessions/" + sid + ".jsonl"}
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	p := &piIndex{tb: t, e: e, id: sid, path: path}
 	ctx := t.Context()
 	compile := p.compile
 	p.linear(1)
 	p.user("u2", "a1")
 	compile("u2", []int{1}, "turn 2") // its accept never comes
 	p.add(db.Entry{ID: "n2", ParentID: "u2", Type: "custom", CustomType: "pi-condense-note"})
-	// fileReply writes pi's assistant entry with its reply as the watcher
-	// reads it, and runs the hook on the batch.
+	// fileReply writes pi's assistant entry to the file, ingests it as the
+	// watcher reads it (its reply stays in the file), and runs the hook on
+	// the batch.
 	fileReply := func(id, parent, sig string) binding.Digest {
 		t.Helper()
 		key := sha256.Sum256([]byte(sig))
-		b, ing := p.add(db.Entry{ID: id, ParentID: parent, Role: "assistant", Reply: reply(sig),
+		off, n := appendPiReply(t, path, id, parent, sig)
+		b, ing := p.add(db.Entry{ID: id, ParentID: parent, Role: "assistant", Offset: off, Length: n,
 			Thinking: []db.Thinking{{Index: 0, Signed: true, SigDigest: key[:], Chars: 1}}})
 		if err := e.b.Ingested(ctx, b, ing); err != nil {
 			t.Fatalf("the ingest hook on %s: %v", id, err)
@@ -128,4 +135,92 @@ func TestPiReplySeenOnlyInFileIsStamped(t *testing.T) {
 	if got := compile("u3", []int{1, 2}, "turn 3"); got.ThinkingStripped != 0 {
 		t.Errorf("turn 3 stripped %d blocks, want none", got.ThinkingStripped)
 	}
+}
+
+// appendPiReply appends pi's assistant entry (thinking signed sig, then a
+// text) to the session file at path, and returns where its line lies.
+func appendPiReply(t *testing.T, path, id, parent, sig string) (offset int64, length int) {
+	t.Helper()
+	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%q,"timestamp":"2026-11-29T10:30:00.000Z","message":`+
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":%q},{"type":"text","text":"ok"}],`+
+		`"api":"anthropic-messages","provider":"anthropic","model":"claude-fable-5-2","stopReason":"stop","timestamp":1}}`+"\n", id, parent, sig)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size(), len(line)
+}
+
+// The hook reads a reply from the session file when it needs one (a batch
+// carries none), and the file is pi's: by then it may hold something else
+// where the reply was. A line that is not the reply the batch read (other
+// signed blocks, or no complete line) is an error naming the file, and
+// nothing is stamped from it; the reply stays unstamped, so the next
+// compile strips it (safe), never keeps it on a stamp of what the file
+// holds instead.
+func TestPiReplyChangedInFileIsNotStamped(t *testing.T) {
+	e := newBindingEnv(t, nil)
+	const sid = "0193e6c4-dddd-7000-8000-000000000002"
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	p := &piIndex{tb: t, e: e, id: sid, path: path}
+	ctx := t.Context()
+	p.linear(1)
+	p.user("u2", "a1")
+	p.compile("u2", []int{1}, "turn 2") // its accept never comes
+
+	for _, tc := range []struct {
+		name, id, sig string
+		change        func(off int64, n int) // what becomes of the line before the hook reads it
+		want          string
+	}{
+		{"other blocks", "a2", "sig-2", func(off int64, n int) {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			// the same line but for the signature (the same length): another reply
+			if _, err := f.WriteAt([]byte(strings.Replace(readAt(t, path, off, n), "sig-2", "sig-9", 1)), off); err != nil {
+				t.Fatal(err)
+			}
+		}, "no longer this reply"},
+		{"cut", "a3", "sig-3", func(off int64, n int) {
+			if err := os.Truncate(path, off+int64(n)/2); err != nil {
+				t.Fatal(err)
+			}
+		}, "read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := sha256.Sum256([]byte(tc.sig))
+			off, n := appendPiReply(t, path, tc.id, "u2", tc.sig)
+			tc.change(off, n)
+			b, ing := p.add(db.Entry{ID: tc.id, ParentID: "u2", Role: "assistant", Offset: off, Length: n,
+				Thinking: []db.Thinking{{Index: 0, Signed: true, SigDigest: key[:], Chars: 1}}})
+			err := e.b.Ingested(ctx, b, ing)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("hook: %v, want an error naming %s and saying %q", err, path, tc.want)
+			}
+			other := sha256.Sum256([]byte("sig-9"))
+			if have, err := e.db.Stamps(ctx, []binding.Digest{key, other}); err != nil || len(have) != 0 {
+				t.Errorf("stamped from a line that is not the reply: %+v %v", have, err)
+			}
+		})
+	}
+}
+
+func readAt(t *testing.T, path string, off int64, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b[off : off+int64(n)])
 }

@@ -33,7 +33,10 @@ func (p *piIndex) add(en db.Entry) (db.Batch, db.Ingested) {
 		kind, hdr = db.Found, &db.Header{ID: p.id, Version: 3, Cwd: "/tmp", Timestamp: "2026-11-29T10:00:00.000Z", ParentSession: p.parent}
 	}
 	p.line++
-	en.Line, en.Offset, en.Length = p.line, int64(p.line*100), 100
+	en.Line = p.line
+	if en.Length == 0 { // no real line behind it (piFile's have one)
+		en.Offset, en.Length = int64(p.line*100), 100
+	}
 	if en.Type == "" {
 		en.Type = "message"
 	}

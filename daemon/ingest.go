@@ -188,7 +188,7 @@ func dbBatch(b watcher.Batch) db.Batch {
 			Line: e.Line, Offset: e.Offset, Length: e.Length, Type: e.Type, ID: e.ID, ParentID: e.ParentID,
 			Timestamp: e.Timestamp, Role: e.Role, Model: e.Model, Provider: e.Provider, StopReason: e.StopReason,
 			ToolCalls: e.ToolCalls, UserText: e.UserText, FirstKeptEntryID: e.FirstKeptEntryID, CustomType: e.CustomType,
-			UsageKind: e.UsageKind, EditOmit: e.EditOmit, Reply: e.Reply,
+			UsageKind: e.UsageKind, EditOmit: e.EditOmit,
 		}
 		if e.Type == "context_edit" {
 			de.TargetID = e.TargetID

@@ -68,11 +68,6 @@ type Entry struct {
 	EditOmit bool
 	// Data is kept only for a context-prune-frontier entry (verbatim).
 	Data json.RawMessage
-	// Reply is an assistant message with signed thinking in the provider's
-	// wire shape, as the watcher read it. It is not stored: it reaches the
-	// binding hook with the batch (daemon's Ingested), which attributes a
-	// reply whose accept did not come.
-	Reply []byte
 }
 
 // Usage is an assistant message's token counts and pi's usage.cost (USD);

@@ -24,6 +24,9 @@ type Parser struct {
 	// blocks is the scratch list of an assistant message's content spans
 	// (reply.go), reused from entry to entry.
 	blocks []replyBlock
+	// replies: an assistant message with signed thinking gets its Reply
+	// (ReadReply's parser only).
+	replies bool
 }
 
 const maxInterned = 512
@@ -434,7 +437,9 @@ func (p *Parser) parseMessage(b []byte, start int, e *Entry) int {
 			blocks = blocks[:0]
 			parseAssistantContent(b, contentStart, e, &blocks)
 		}
-		e.Reply = signedReply(e, blocks)
+		if p.replies {
+			e.Reply = signedReply(e, blocks)
+		}
 	case "user", "custom":
 		e.UserText = contentStart >= 0 && contentSent(b, contentStart)
 	case "bashExecution":

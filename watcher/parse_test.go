@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,7 +24,26 @@ func sum(s string) []byte    { d := sha256.Sum256([]byte(s)); return d[:] }
 // what it produced.
 func parseLines(t *testing.T, lines ...string) (*Header, []Entry, []IngestError) {
 	t.Helper()
-	p := NewParser("/s.jsonl")
+	return parseWith(NewParser("/s.jsonl"), lines)
+}
+
+// parseFile is parseLines of a real file, whose path it returns: the
+// entries' offsets are the lines' in it (ReadReply reads them).
+func parseFile(t *testing.T, lines ...string) (string, *Header, []Entry, []IngestError) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var file []byte
+	for _, l := range lines {
+		file = append(file, l+"\n"...)
+	}
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, es, errs := parseWith(NewParser(path), lines)
+	return path, h, es, errs
+}
+
+func parseWith(p *Parser, lines []string) (*Header, []Entry, []IngestError) {
 	var h *Header
 	var es []Entry
 	var errs []IngestError
@@ -171,7 +192,7 @@ func TestParseEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, es, errs := parseLines(t, v3Header, tt.line)
+			path, _, es, errs := parseFile(t, v3Header, tt.line)
 			if len(errs) != 0 {
 				t.Fatalf("errors: %+v", errs)
 			}
@@ -179,7 +200,7 @@ func TestParseEntries(t *testing.T) {
 				t.Fatalf("entries: %+v", es)
 			}
 			got := es[0]
-			takeReply(t, &got)
+			takeReply(t, path, &got)
 			want := tt.want
 			want.Line, want.Offset, want.Length = 2, int64(len(v3Header)+1), len(tt.line)+1
 			if !reflect.DeepEqual(got, want) {
@@ -428,7 +449,7 @@ func FuzzParseMatchesEncodingJSON(f *testing.F) {
 // shapes: each odd line is kept (its entry is usable) with an error naming
 // the oddity.
 func TestParsePi16Entries(t *testing.T) {
-	_, es, errs := parseLines(t, v3Header,
+	path, _, es, errs := parseFile(t, v3Header,
 		`{"type":"usage","id":"w1","parentId":"a1","timestamp":"T","kind":"cache_warm","provider":"anthropic","model":"claude-opus-5-5","usage":{"input":3,"output":1,"cacheRead":900,"cacheWrite":10,"cacheWrite1h":4,"reasoning":0,"totalTokens":914,"cost":{"input":0.1,"output":0.2,"cacheRead":0.3,"cacheWrite":0.4,"total":1}},"note":"extension override"}`,
 		`{"type":"context_edit","id":"e1","parentId":"w1","timestamp":"T","targetId":"a1","replacement":null}`,
 		`{"type":"context_edit","id":"e2","parentId":"e1","timestamp":"T","targetId":"u1","replacement":{"content":"shorter"}}`,
@@ -455,8 +476,8 @@ func TestParsePi16Entries(t *testing.T) {
 		t.Fatalf("%d entries, want %d", len(es), len(want))
 	}
 	for i := range want {
+		takeReply(t, path, &es[i])
 		es[i].Line, es[i].Offset, es[i].Length = 0, 0, 0
-		takeReply(t, &es[i])
 		if !reflect.DeepEqual(es[i], want[i]) {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, es[i], want[i])
 		}
@@ -473,17 +494,28 @@ func TestParsePi16Entries(t *testing.T) {
 	}
 }
 
-// takeReply checks that e carries a reply in wire shape exactly when it is
+// takeReply checks that a parse left e without a reply, and that ReadReply
+// of e's line in the file at path gives one in wire shape exactly when e is
 // an assistant message holding signed thinking (never a context_edit's
-// replacement; reply_test.go checks the shape), and clears it.
-func takeReply(t *testing.T, e *Entry) {
+// replacement; reply_test.go checks the shape), with e's fields otherwise.
+func takeReply(t *testing.T, path string, e *Entry) {
 	t.Helper()
+	if e.Reply != nil {
+		t.Errorf("entry %s: a parse built a reply: %s", e.ID, e.Reply)
+	}
 	signed := false
 	for _, tb := range e.Thinking {
 		signed = signed || (tb.Signed && e.Type == "message")
 	}
-	if signed != (e.Reply != nil) || (e.Reply != nil && !json.Valid(e.Reply)) {
-		t.Errorf("entry %s: signed thinking %v, reply %s", e.ID, signed, e.Reply)
+	got, err := ReadReply(path, e.Offset, e.Length)
+	if err != nil {
+		t.Fatalf("entry %s: %v", e.ID, err)
 	}
-	e.Reply = nil
+	if signed != (got.Reply != nil) || (got.Reply != nil && !json.Valid(got.Reply)) {
+		t.Errorf("entry %s: signed thinking %v, reply %s", e.ID, signed, got.Reply)
+	}
+	got.Reply, got.Line = nil, e.Line
+	if !reflect.DeepEqual(*got, *e) {
+		t.Errorf("entry %s read again:\n got %+v\nwant %+v", e.ID, *got, *e)
+	}
 }

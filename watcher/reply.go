@@ -1,5 +1,10 @@
 package watcher
 
+import (
+	"bytes"
+	"fmt"
+)
+
 // pi's assistant entry as the provider's wire shape. A reply holding signed
 // thinking is what the binding hook attributes when its accept did not come
 // (design/binding.md, "Reply seen only in the session file"); its digests
@@ -36,6 +41,49 @@ package watcher
 // (pi also drops members with an empty key from a tool call's arguments;
 // such an argument makes the copy digest differently, so the block is
 // stripped, never sent stale.)
+
+// A reply is built only when it is asked for (ReadReply), not by every
+// parse: it is read rarely (an assistant message with signed thinking whose
+// accept did not come, in a session bindery compiled for), while on a first
+// scan of an archive the replies of every assistant message were about a
+// third of what the ingest allocated, and none was read.
+
+// MaxReplyBytes bounds the line ReadReply reads: the longest line the
+// daemon can be configured to read (--max-line-bytes).
+const MaxReplyBytes = 1 << 30
+
+// ReadReply reads the entry of the session file at path whose line starts
+// at offset and is length bytes long, its newline included (what an
+// Entry's Offset and Length say), and parses it with its Reply. It reads
+// what the file holds now: the caller checks that the entry is the one it
+// means (by its signed thinking blocks). A line of a v1 file gets no id
+// (ids there come from the line's place among the file's values).
+func ReadReply(path string, offset int64, length int) (*Entry, error) {
+	if offset < 0 || length <= 0 || length > MaxReplyBytes {
+		return nil, fmt.Errorf("reply at %s:%d: a line of %d bytes is outside 1..%d", path, offset, length, MaxReplyBytes)
+	}
+	f, _, err := openRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("reply at %s:%d: %w", path, offset, err)
+	}
+	defer f.Close()
+	line := make([]byte, length)
+	if _, err := f.ReadAt(line, offset); err != nil {
+		return nil, fmt.Errorf("reply at %s:%d: read %d bytes: %w", path, offset, length, err)
+	}
+	if bytes.IndexByte(line, '\n') != len(line)-1 {
+		return nil, fmt.Errorf("reply at %s:%d: the %d bytes there are not one complete line (the file changed)", path, offset, length)
+	}
+	p := &Parser{Path: path, State: ParseState{Version: 2, Values: 1}, replies: true}
+	e := &Entry{}
+	if res, kept := p.lineInto(line, offset, e); !kept {
+		if res.Err != nil {
+			return nil, fmt.Errorf("reply at %s:%d: %s", path, offset, res.Err.Reason)
+		}
+		return nil, fmt.Errorf("reply at %s:%d: the line holds no entry", path, offset)
+	}
+	return e, nil
+}
 
 // converseAPI is pi's api name for its Bedrock Converse route.
 const converseAPI = "bedrock-converse-stream"

@@ -100,7 +100,8 @@ type Entry struct {
 	// context event (which carries no entry ids) maps messages to entries.
 	MessageTimestamp int64 `json:"messageTimestamp,omitempty"`
 	// Reply is an assistant message holding signed thinking in the
-	// provider's wire shape (reply.go); nil for every other entry.
+	// provider's wire shape (reply.go), set only by ReadReply; nil for
+	// every other entry and in every batch.
 	Reply []byte `json:"-"`
 
 	// compaction
