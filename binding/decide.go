@@ -860,11 +860,12 @@ func (d *decider) drop() bool {
 	}
 	changed := false
 	for i := range d.req.Messages {
-		m := &d.req.Messages[i]
 		// Markers (Converse cachePoint) are not content: a message left
-		// with only markers is empty.
-		n := contentCount(m)
-		x := n > 0 && stripped[i] == n
+		// with only markers is empty. A message with nothing stripped is
+		// never emptied, whatever it holds: only a message with a strip
+		// has its content counted (counting every message's blocks each
+		// round was most of drop, over a long history).
+		x := stripped[i] > 0 && stripped[i] == contentCount(&d.req.Messages[i])
 		if x != d.dropped[i] {
 			d.dropped[i] = x
 			changed = true
