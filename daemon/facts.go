@@ -155,7 +155,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 				fresh[k] = out[i]
 			}
 		}
-		c.stamps = fresh
+		c.restartStamps(fresh)
 	}
 	for j, k := range need {
 		r, ok := rows[k]
@@ -181,11 +181,22 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 		return
 	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
-		c.stamps = make(map[binding.Digest]*binding.Stamp, len(rows))
+		c.restartStamps(make(map[binding.Digest]*binding.Stamp, len(rows)))
 	}
 	for _, r := range rows {
 		c.stamps[r.Key] = c.cachedStamp(r.Stamp) // the cache's own: rows belong to the caller
 	}
+}
+
+// restartStamps makes fresh c's stamp cache, holding only the model
+// names of its stamps (a hostile host's compile per model name would
+// otherwise keep every name it ever sent).
+func (c *conv) restartStamps(fresh map[binding.Digest]*binding.Stamp) {
+	models := make(map[unique.Handle[string]]struct{})
+	for _, st := range fresh {
+		models[unique.Make(st.Model)] = struct{}{} // the handle c.models holds: the same canonical name
+	}
+	c.stamps, c.models = fresh, models
 }
 
 // cachedStamp is st as the conversation's cache holds it.
@@ -194,7 +205,9 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 //     the last one it looked up; names read row by row were equal strings
 //     at distinct addresses, so each compare read the name's bytes, a cache
 //     miss per block of a long history. Shared, the compare stops at the
-//     pointer.
+//     pointer. c.models holds a handle of each name: unique forgets a
+//     canonical value once no handle of it is left, so, holding only the
+//     strings, every GC made the names cached after it copies again.
 //   - It lies next to the stamps cached before it (slab: arrays of
 //     stampSlab, never moved, so the pointers hold). Stamps are added as
 //     their blocks are (a reply's after its request's), so a decision,
@@ -202,7 +215,14 @@ func (c *conv) cacheStamps(rows []db.StampRow) {
 //     another; each one allocated on its own, they were spread over the
 //     heap, and reading them was a third of a long conversation's verdicts.
 func (c *conv) cachedStamp(st binding.Stamp) *binding.Stamp {
-	st.Model = unique.Make(st.Model).Value()
+	h := unique.Make(st.Model)
+	if _, ok := c.models[h]; !ok {
+		if c.models == nil {
+			c.models = map[unique.Handle[string]]struct{}{}
+		}
+		c.models[h] = struct{}{} // the canonical name outlives the next GC
+	}
+	st.Model = h.Value()
 	if len(c.slab) == cap(c.slab) {
 		c.slab = make([]binding.Stamp, 0, stampSlab)
 	}

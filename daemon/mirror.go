@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"slices"
+	"unique"
 
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
@@ -27,6 +28,10 @@ type conv struct {
 	// slab is where the cache's stamps are, in the order they were added
 	// (cachedStamp).
 	slab []binding.Stamp
+	// models holds a handle of each model name its cached stamps share
+	// (cachedStamp): unique keeps a canonical name only while a handle of
+	// it lives, and the name's string alone does not keep one.
+	models map[unique.Handle[string]]struct{}
 	// keys is its compiles' StampKeys scratch (gather).
 	keys []binding.Digest
 	// lastStamps are the stamps its last compile was given, in that
