@@ -51,6 +51,11 @@ type Binder struct {
 	maxBody    int
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
+
+	// beforePathRead, when set, runs just before releaseTree reads the
+	// leaf's path, after branchPath found the leaf: tests change the
+	// session file in that window. nil outside tests.
+	beforePathRead func()
 }
 
 // BinderConfig configures a Binder. Zero values are the defaults.

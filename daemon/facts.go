@@ -368,6 +368,9 @@ func (b *Binder) releaseTree(ctx context.Context, c *conv, pi *pathInfo, branch 
 		// The leaf's path, read now that a release needs it; and the
 		// leaves on it again from this same read, so that the two
 		// agree whatever was ingested since branchPath.
+		if b.beforePathRead != nil {
+			b.beforePathRead()
+		}
 		p, found, err := b.db.SessionPath(ctx, c.id, branch)
 		if err != nil {
 			return nil, fmt.Errorf("path of leaf %q in session %q: %w", branch, c.id, err)
