@@ -171,7 +171,7 @@ func DecodeAggregate(sums, walk []byte, breaks [][]byte) (*Aggregate, error) {
 	}
 	a.Sums.Breaks = make([]PendingBreak, len(breaks))
 	for i, b := range breaks {
-		if err := json.Unmarshal(b, &a.Sums.Breaks[i]); err != nil {
+		if err := decodeBreak(b, &a.Sums.Breaks[i]); err != nil {
 			return nil, fmt.Errorf("decode report aggregate: break %d: %w", i, err)
 		}
 	}
