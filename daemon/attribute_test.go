@@ -80,15 +80,10 @@ func TestStampLinkedWhicheverLandsFirst(t *testing.T) {
 // predecessor the block the request ended with. A reply under a leaf no
 // compile was made at gets no stamp. The next compile keeps the block.
 func TestPiReplySeenOnlyInFileIsStamped(t *testing.T) {
-	e := newBindingEnv(t, nil)
 	const sid = "0193e6c4-dddd-7000-8000-000000000001"
-	path := filepath.Join(t.TempDir(), sid+".jsonl")
-	p := &piIndex{tb: t, e: e, id: sid, path: path}
+	e, p, path := turnNeverAccepted(t, sid)
 	ctx := t.Context()
 	compile := p.compile
-	p.linear(1)
-	p.user("u2", "a1")
-	compile("u2", []int{1}, "turn 2") // its accept never comes
 	p.add(db.Entry{ID: "n2", ParentID: "u2", Type: "custom", CustomType: "pi-condense-note"})
 	// fileReply writes pi's assistant entry to the file, ingests it as the
 	// watcher reads it (its reply stays in the file), and runs the hook on
@@ -167,14 +162,8 @@ func appendPiReply(t *testing.T, path, id, parent, sig string) (offset int64, le
 // compile strips it (safe), never keeps it on a stamp of what the file
 // holds instead.
 func TestPiReplyChangedInFileIsNotStamped(t *testing.T) {
-	e := newBindingEnv(t, nil)
-	const sid = "0193e6c4-dddd-7000-8000-000000000002"
-	path := filepath.Join(t.TempDir(), sid+".jsonl")
-	p := &piIndex{tb: t, e: e, id: sid, path: path}
+	e, p, path := turnNeverAccepted(t, "0193e6c4-dddd-7000-8000-000000000002")
 	ctx := t.Context()
-	p.linear(1)
-	p.user("u2", "a1")
-	p.compile("u2", []int{1}, "turn 2") // its accept never comes
 
 	for _, tc := range []struct {
 		name, id, sig string
@@ -223,4 +212,18 @@ func readAt(t *testing.T, path string, off int64, n int) string {
 		t.Fatal(err)
 	}
 	return string(b[off : off+int64(n)])
+}
+
+// turnNeverAccepted is pi session sid whose file is at path: turn 1
+// compiled, accepted and written (u1 a1), then u2 compiled with an accept
+// that never comes.
+func turnNeverAccepted(t *testing.T, sid string) (e *bindingEnv, p *piIndex, path string) {
+	t.Helper()
+	e = newBindingEnv(t, nil)
+	path = filepath.Join(t.TempDir(), sid+".jsonl")
+	p = &piIndex{tb: t, e: e, id: sid, path: path}
+	p.linear(1)
+	p.user("u2", "a1")
+	p.compile("u2", []int{1}, "turn 2") // its accept never comes
+	return e, p, path
 }
