@@ -36,13 +36,7 @@ func (b *Binder) Ingested(ctx context.Context, batch db.Batch, ing db.Ingested) 
 		if e.Type != "message" || e.Role != "assistant" {
 			continue
 		}
-		var keys []binding.Digest
-		for _, t := range e.Thinking {
-			if t.Signed && len(t.SigDigest) == 32 {
-				keys = append(keys, binding.Digest(t.SigDigest))
-			}
-		}
-		if len(keys) > 0 {
+		if keys := signedKeys(e.Thinking); len(keys) > 0 {
 			replies = append(replies, reply{e, keys})
 			all = append(all, keys...)
 		}
@@ -217,14 +211,21 @@ func readReply(path string, e *db.Entry, keys []binding.Digest) (*binding.Messag
 	if err != nil {
 		return nil, err
 	}
-	var signed []binding.Digest
-	for _, t := range got.Thinking {
-		if t.Signed && len(t.SigDigest) == 32 {
-			signed = append(signed, binding.Digest(t.SigDigest))
-		}
-	}
-	if got.Type != "message" || got.Role != "assistant" || !slices.Equal(signed, keys) || got.Reply == nil {
+	if got.Type != "message" || got.Role != "assistant" || !slices.Equal(signedKeys(dbThinking(got.Thinking)), keys) || got.Reply == nil {
 		return nil, fmt.Errorf("line %d (offset %d) is no longer this reply: the file changed since it was read", e.Line, e.Offset)
 	}
 	return binding.ParseReply(got.Reply)
+}
+
+// signedKeys are the stamp keys of a reply's signed thinking blocks, in
+// order: what Ingested looks up, and what a reply read again must still
+// hold (readReply).
+func signedKeys(ts []db.Thinking) []binding.Digest {
+	var keys []binding.Digest
+	for _, t := range ts {
+		if t.Signed && len(t.SigDigest) == 32 {
+			keys = append(keys, binding.Digest(t.SigDigest))
+		}
+	}
+	return keys
 }

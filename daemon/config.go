@@ -15,6 +15,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/watcher"
 )
 
 // Config is everything `bindery serve` can be told. Every setting has a
@@ -313,7 +314,7 @@ func (c *Config) Resolve() error {
 	if c.MaxBody < 1<<20 {
 		return fmt.Errorf("--max-body %d is below 1MiB", c.MaxBody)
 	}
-	if c.MaxLineBytes < MinMaxLineBytes || c.MaxLineBytes > 1<<30 {
+	if c.MaxLineBytes < MinMaxLineBytes || c.MaxLineBytes > watcher.MaxLineLimit {
 		return fmt.Errorf("--max-line-bytes %d is outside 256KiB..1GiB", c.MaxLineBytes)
 	}
 	if c.Rescan < 100*time.Millisecond {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/my-pi/bindery/watcher"
 )
 
 // Every setting has a flag and a BINDERY_* variable, and every limit is in
@@ -59,5 +61,28 @@ func TestEveryFlagHasEnvAndLimitsAreDocumented(t *testing.T) {
 	c.MaxID = 0
 	if err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "--max-id") {
 		t.Errorf("--max-id 0: %v", err)
+	}
+}
+
+// --max-line-bytes is bounded both ways, the upper bound being the one
+// ReadReply reads a reply line to (watcher.MaxLineLimit): each edge is
+// taken, one byte past it is a clear error naming the flag.
+func TestMaxLineBytesBounds(t *testing.T) {
+	for _, c := range []struct {
+		n  int64
+		ok bool
+	}{{MinMaxLineBytes - 1, false}, {MinMaxLineBytes, true}, {watcher.MaxLineLimit, true}, {watcher.MaxLineLimit + 1, false}} {
+		cfg, err := DefaultConfig(envMap("HOME", "/h"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxLineBytes = c.n
+		err = cfg.Resolve()
+		if c.ok && err != nil {
+			t.Errorf("--max-line-bytes %d: %v, want it taken", c.n, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "--max-line-bytes")) {
+			t.Errorf("--max-line-bytes %d: %v, want an error naming the flag", c.n, err)
+		}
 	}
 }

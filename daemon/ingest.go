@@ -204,12 +204,7 @@ func dbBatch(b watcher.Batch) db.Batch {
 				de.Usage.CostCacheRead, de.Usage.CostCacheWrite = c.CacheRead, c.CacheWrite
 			}
 		}
-		if len(e.Thinking) > 0 {
-			de.Thinking = make([]db.Thinking, len(e.Thinking))
-			for j, t := range e.Thinking {
-				de.Thinking[j] = db.Thinking{Index: t.Index, Redacted: t.Redacted, Signed: t.Signed, SigDigest: t.SigDigest, Chars: t.Chars}
-			}
-		}
+		de.Thinking = dbThinking(e.Thinking)
 		out.Entries[i] = de
 	}
 	for _, ie := range b.Errors {
@@ -235,4 +230,17 @@ func lagBytes(cs []db.Cursor) int64 {
 		}
 	}
 	return lag
+}
+
+// dbThinking is an entry's thinking blocks as the store takes them (nil
+// for none): the batch's, and a reply read again from its file (readReply).
+func dbThinking(ts []watcher.ThinkingBlock) []db.Thinking {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]db.Thinking, len(ts))
+	for j, t := range ts {
+		out[j] = db.Thinking{Index: t.Index, Redacted: t.Redacted, Signed: t.Signed, SigDigest: t.SigDigest, Chars: t.Chars}
+	}
+	return out
 }

@@ -48,9 +48,9 @@ import (
 // scan of an archive the replies of every assistant message were about a
 // third of what the ingest allocated, and none was read.
 
-// MaxReplyBytes bounds the line ReadReply reads: the longest line the
-// daemon can be configured to read (--max-line-bytes).
-const MaxReplyBytes = 1 << 30
+// MaxLineLimit is the largest Config.MaxLineBytes the daemon accepts
+// (--max-line-bytes), and so the bound on the line ReadReply reads.
+const MaxLineLimit = 1 << 30
 
 // ReadReply reads the entry of the session file at path whose line starts
 // at offset and is length bytes long, its newline included (what an
@@ -59,8 +59,8 @@ const MaxReplyBytes = 1 << 30
 // means (by its signed thinking blocks). A line of a v1 file gets no id
 // (ids there come from the line's place among the file's values).
 func ReadReply(path string, offset int64, length int) (*Entry, error) {
-	if offset < 0 || length <= 0 || length > MaxReplyBytes {
-		return nil, fmt.Errorf("reply at %s:%d: a line of %d bytes is outside 1..%d", path, offset, length, MaxReplyBytes)
+	if offset < 0 || length <= 0 || length > MaxLineLimit {
+		return nil, fmt.Errorf("reply at %s:%d: a line of %d bytes is outside 1..%d", path, offset, length, MaxLineLimit)
 	}
 	f, _, err := openRegular(path)
 	if err != nil {

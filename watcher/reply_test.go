@@ -168,7 +168,7 @@ func TestReadReplyErrors(t *testing.T) {
 	}{
 		{"negative offset", path, -1, n, "outside 1.."},
 		{"empty", path, 0, 0, "outside 1.."},
-		{"over the bound", path, 0, MaxReplyBytes + 1, "outside 1.."},
+		{"over the bound", path, 0, MaxLineLimit + 1, "outside 1.."},
 		{"missing file", filepath.Join(dir, "gone.jsonl"), 0, n, "no such file"},
 		{"special file", fifo, 0, n, "not a regular file"},
 		{"past the end", path, int64(n), 100, "EOF"},
