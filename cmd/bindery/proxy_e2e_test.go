@@ -211,7 +211,7 @@ func (pe *proxyE2E) checkNoCredential() {
 	if strings.Contains(pe.proxyLog(), testAPIKey) {
 		t.Error("the proxy logged the API key")
 	}
-	if strings.Contains(pe.daemon.stderr.String(), testAPIKey) {
+	if strings.Contains(pe.daemon.cmd.Stderr.(*lockedWriter).String(), testAPIKey) {
 		t.Error("the daemon logged the API key")
 	}
 	filepath.Walk(pe.state, func(p string, fi os.FileInfo, err error) error {

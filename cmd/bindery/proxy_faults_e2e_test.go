@@ -78,9 +78,9 @@ func TestProxyStreamFaults(t *testing.T) {
 	})
 }
 
-// TestProxyClientGoesAway: a client that leaves mid-stream cancels the
+// TestProxyCallerGoesAway: a client that leaves mid-stream cancels the
 // upstream request, and nothing is accepted.
-func TestProxyClientGoesAway(t *testing.T) {
+func TestProxyCallerGoesAway(t *testing.T) {
 	pe := newProxyE2E(t)
 	pe.up.SetStream(false, 100*time.Millisecond) // a reply of 9 events: 0.8 s
 	h := newAPIHost(t, pe.addr, "claude-opus-5-5")

@@ -99,10 +99,13 @@ func (pe *proxyE2E) startProxy(args ...string) {
 	}
 }
 
-func (pe *proxyE2E) proxyLog() string {
-	pe.log.mu.Lock()
-	defer pe.log.mu.Unlock()
-	return pe.log.w.String()
+func (pe *proxyE2E) proxyLog() string { return pe.log.String() }
+
+// String is what was written so far.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // apiHost is a client of the Messages API keeping one conversation as plain
