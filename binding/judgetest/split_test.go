@@ -42,3 +42,16 @@ func TestStringIsTextBlock(t *testing.T) {
 		}
 	}
 }
+
+// A dated model id is its model (opencode's title call names
+// claude-haiku-4-5-20251001).
+func TestLookupDated(t *testing.T) {
+	for _, id := range []string{"claude-haiku-4-5-20251001", "claude-haiku-4-5", "anthropic.claude-haiku-4-5-20251001-v1:0"} {
+		if m, ok := lookup(id); !ok || m.name != "claude-haiku-4-5" {
+			t.Errorf("lookup(%q) = %v, %v", id, m.name, ok)
+		}
+	}
+	if _, ok := lookup("claude-haiku-4-5-2025"); ok {
+		t.Error("a short numeric tail is not a date")
+	}
+}

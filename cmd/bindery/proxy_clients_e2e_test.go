@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -314,5 +315,110 @@ func TestProxyClientClaudeCode(t *testing.T) {
 		t.Errorf("the last request read %d blocks through bindery, %d without; want the 4 blocks minted before the edit kept", lastRead, lastReadWithout)
 	}
 	t.Logf("Claude Code: without bindery %d refusals, last request read %d blocks; through bindery 0 refusals, %d blocks read in all, %d on the last request", refused, lastReadWithout, read, lastRead)
+	pe.checkNoCredential()
+}
+
+// opencodeRun is one opencode installation: its own HOME, config and
+// folder, its Anthropic provider pointed at base.
+type opencodeRun struct {
+	t               *testing.T
+	bin, home, work string
+	runs            int
+}
+
+func newOpencodeRun(t *testing.T, dir, base string) *opencodeRun {
+	home := t.TempDir()
+	work := filepath.Join(home, "work")
+	cfg := filepath.Join(home, ".config", "opencode")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(cfg, 0o755)
+	for i := 0; i < 4; i++ {
+		os.WriteFile(filepath.Join(work, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644)
+	}
+	conf := map[string]any{"model": "anthropic/claude-opus-5-5", "autoupdate": false, "share": "disabled",
+		"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{"baseURL": base + "/v1", "apiKey": testAPIKey}}}}
+	b, _ := json.Marshal(conf)
+	if err := os.WriteFile(filepath.Join(cfg, "opencode.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &opencodeRun{t: t, bin: filepath.Join(dir, ".bin", "opencode"), home: home, work: work}
+}
+
+// prompt runs `opencode run` (continuing the last session after the first).
+func (o *opencodeRun) prompt(text string) {
+	o.t.Helper()
+	args := []string{"run", text, "--format", "json"}
+	if o.runs > 0 {
+		args = append(args, "-c")
+	}
+	o.runs++
+	cmd := exec.Command(o.bin, args...)
+	cmd.Dir = o.work
+	cmd.Env = []string{"HOME=" + o.home, "PATH=" + os.Getenv("PATH"), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1",
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		o.t.Fatalf("opencode %v: %v\n%s\n%s", args, err, out, stderr.Bytes())
+	}
+	if bytes.Contains(out, []byte(`"type":"error"`)) {
+		o.t.Errorf("opencode %v reported an error:\n%s", args, out)
+	}
+}
+
+// opencodeReply answers opencode's main model with a tool loop of its read
+// tool, and anything else (its title call) with text.
+func opencodeReply(work string) func(n int, body []byte) []judgetest.ReplyBlock {
+	loop := toolLoop(2)
+	return func(n int, body []byte) []judgetest.ReplyBlock {
+		var head struct {
+			Model string `json:"model"`
+		}
+		json.Unmarshal(body, &head)
+		if head.Model != "claude-opus-5-5" {
+			return []judgetest.ReplyBlock{{Type: "text", Text: "A title"}}
+		}
+		blocks := loop(n, body)
+		for i, b := range blocks {
+			if b.Type == "tool_use" {
+				blocks[i].Input = map[string]any{"filePath": filepath.Join(work, fmt.Sprintf("f%d.txt", n%4))}
+			}
+		}
+		return blocks
+	}
+}
+
+// TestProxyClientOpencode: the real opencode CLI with its Anthropic
+// provider pointed at the proxy, three prompts continued (-c), its own
+// drop_block kept: every request answered, nothing dropped, every valid
+// block read, and its session named in bindery's conversations.
+func TestProxyClientOpencode(t *testing.T) {
+	dir := clientsDir(t)
+	pe := newProxyE2E(t)
+	tp := newTap(t, pe.addr)
+	o := newOpencodeRun(t, dir, tp.srv.URL)
+	pe.up.SetReply(opencodeReply(o.work))
+	for _, p := range []string{"fix the parser", "now the tests", "ship it"} {
+		o.prompt(p)
+	}
+	sent := tp.sent()
+	read := checkKept(t, pe.up, sent)
+	main := 0
+	for _, b := range sent {
+		if bytes.Contains(b, []byte(`"claude-opus-5-5"`)) {
+			main++
+			if !bytes.Contains(b, []byte(`"drop_block"`)) {
+				t.Error("opencode's request carries no drop_block: the test does not see what opencode sends")
+			}
+		}
+	}
+	if main < 6 || read == 0 {
+		t.Errorf("%d main-model requests, %d blocks read: the tool loops did not run", main, read)
+	}
+	if feed := pe.feed(); !strings.Contains(feed, `"conversation":"opencode:ses_`) {
+		t.Errorf("no opencode conversation in the feed:\n%.1500s", feed)
+	}
+	t.Logf("opencode: %d requests (%d on the main model), %d blocks read", len(sent), main, read)
 	pe.checkNoCredential()
 }
