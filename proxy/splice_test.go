@@ -139,7 +139,7 @@ func TestBindingRefusal(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"type":"error","error":{"type":"invalid_request_error","message":"messages.5.content.0: Invalid ` + "`signature`" + ` in ` + "`thinking`" + ` block. The block is bound to a different conversation."}}`: "messages.5.content.0",
 		`{"type":"error","error":{"type":"invalid_request_error","message":"messages.5.content.0: Invalid ` + "`signature`" + ` in ` + "`thinking`" + ` block."}}`:                                                 "",
-		`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`: "",
+		`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`:                                                                                                              "",
 		`not json`: "",
 	} {
 		if got := bindingRefusal([]byte(body)); got != want {
