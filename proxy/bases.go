@@ -53,14 +53,16 @@ func (b *bases) get(key string) *base {
 	return bs
 }
 
-// put records the request just compiled as the history's base.
+// put records the request just compiled as the history's base. body is
+// the request's own buffer, never written again (each request reads its
+// body into a fresh one), so the base holds it rather than a copy.
 func (b *bases) put(key, compileID string, body []byte, els []span) {
 	if len(els) == 0 {
 		b.drop(key)
 		return
 	}
 	first := els[0].start
-	region := bytes.Clone(body[first:els[len(els)-1].end])
+	region := body[first:els[len(els)-1].end:els[len(els)-1].end]
 	ends := make([]int, len(els))
 	for i, e := range els {
 		ends[i] = e.end - first

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/api/jsonscan"
 )
 
 // reply assembles the assistant message from a copy of the response's
@@ -25,6 +28,10 @@ type reply struct {
 
 	blocks  []map[string]any
 	partial map[int]*bytes.Buffer // input_json_delta by block index
+	// text and thinking deltas by block index, joined at content_block_stop
+	// (appending to the block's string would copy it at every delta: a
+	// long reply's text is thousands of deltas)
+	texts map[int]*textParts
 	usage   map[string]any
 	trans   json.RawMessage
 	started bool
@@ -44,6 +51,17 @@ func (r *reply) event(typ string, data []byte) {
 		return
 	case "error":
 		r.failed = fmt.Errorf("the stream carried an error event: %.300s", data)
+		return
+	}
+	if typ == "content_block_delta" {
+		// Most of a stream: read in place (encoding/json would check and
+		// decode each delta twice, and a long reply is thousands of them).
+		r.size += len(data)
+		if r.size > r.max {
+			r.failed = fmt.Errorf("the reply is over %d bytes: not accepted", r.max)
+			return
+		}
+		r.fastDelta(data)
 		return
 	}
 	var ev struct {
@@ -100,6 +118,7 @@ func (r *reply) event(typ string, data []byte) {
 			r.failed = errors.New("content_block_stop for a block never started")
 			return
 		}
+		r.join(*ev.Index)
 		if p := r.partial[*ev.Index]; p != nil {
 			var in any
 			if err := decodeNumbers(p.Bytes(), &in); err != nil {
@@ -150,11 +169,9 @@ func (r *reply) delta(i int, raw json.RawMessage) {
 	b := r.blocks[i]
 	switch d.Type {
 	case "text_delta":
-		s, _ := b["text"].(string)
-		b["text"] = s + d.Text
+		r.parts(i).text.WriteString(d.Text)
 	case "thinking_delta":
-		s, _ := b["thinking"].(string)
-		b["thinking"] = s + d.Thinking
+		r.parts(i).thinking.WriteString(d.Thinking)
 	case "signature_delta":
 		b["signature"] = d.Signature
 	case "input_json_delta":
@@ -173,12 +190,119 @@ func (r *reply) delta(i int, raw json.RawMessage) {
 	}
 }
 
+// fastDelta applies a content_block_delta event read in place: its index
+// and its delta's text, thinking, signature or partial_json string.
+// Anything else (a citation, a delta type it does not know) goes through
+// delta, decoded.
+func (r *reply) fastDelta(data []byte) {
+	all := span{0, len(data)}
+	fail := func(why string) { r.failed = fmt.Errorf("content_block_delta: %s", why) }
+	is, ok, err := member(data, all, "index")
+	if err != nil || !ok {
+		fail("no index")
+		return
+	}
+	i, err := strconv.Atoi(string(data[is.start:is.end]))
+	if err != nil || i < 0 || i >= len(r.blocks) {
+		fail("for a block never started")
+		return
+	}
+	ds, ok, err := member(data, all, "delta")
+	if err != nil || !ok || data[ds.start] != '{' {
+		fail("no delta")
+		return
+	}
+	ts, ok, err := member(data, ds, "type")
+	if err != nil || !ok {
+		fail("a delta without a type")
+		return
+	}
+	field := ""
+	switch string(data[ts.start:ts.end]) {
+	case `"text_delta"`:
+		field = "text"
+	case `"thinking_delta"`:
+		field = "thinking"
+	case `"signature_delta"`:
+		field = "signature"
+	case `"input_json_delta"`:
+		field = "partial_json"
+	default:
+		r.delta(i, data[ds.start:ds.end])
+		return
+	}
+	vs, ok, err := member(data, ds, field)
+	if err != nil || !ok || data[vs.start] != '"' || vs.end-vs.start < 2 {
+		fail("a " + field + " that is not a string")
+		return
+	}
+	v, err := jsonscan.Unescape(data[vs.start+1 : vs.end-1])
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	switch field {
+	case "text":
+		r.parts(i).text.WriteString(v)
+	case "thinking":
+		r.parts(i).thinking.WriteString(v)
+	case "signature":
+		r.blocks[i]["signature"] = v
+	case "partial_json":
+		if r.partial == nil {
+			r.partial = map[int]*bytes.Buffer{}
+		}
+		p := r.partial[i]
+		if p == nil {
+			p = &bytes.Buffer{}
+			r.partial[i] = p
+		}
+		p.WriteString(v)
+	}
+}
+
+// textParts gathers a block's text and thinking deltas.
+type textParts struct{ text, thinking strings.Builder }
+
+func (r *reply) parts(i int) *textParts {
+	if r.texts == nil {
+		r.texts = map[int]*textParts{}
+	}
+	p := r.texts[i]
+	if p == nil {
+		p = &textParts{}
+		r.texts[i] = p
+	}
+	return p
+}
+
+// join writes block i's gathered deltas after what it started with.
+func (r *reply) join(i int) {
+	p := r.texts[i]
+	if p == nil {
+		return
+	}
+	b := r.blocks[i]
+	if p.text.Len() > 0 {
+		s, _ := b["text"].(string)
+		b["text"] = s + p.text.String()
+	}
+	if p.thinking.Len() > 0 {
+		s, _ := b["thinking"].(string)
+		b["thinking"] = s + p.thinking.String()
+	}
+	delete(r.texts, i)
+}
+
 // complete says whether the reply can be accepted.
 func (r *reply) complete() bool { return r.failed == nil && r.stopped }
 
 // accept is the accept call for the compile: the assembled message, its
 // usage and the transformations the response reported.
 func (r *reply) accept(compileID string) (*api.AcceptCall, error) {
+	for i := range r.blocks {
+		r.join(i) // a block the stream never stopped
+	}
 	msg, err := marshal(map[string]any{"role": "assistant", "content": r.blocks})
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: the reply: %w", compileID, err)

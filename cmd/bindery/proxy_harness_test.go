@@ -61,8 +61,9 @@ func newProxyE2E(t *testing.T, proxyArgs ...string) *proxyE2E {
 
 // startProxy runs `bindery proxy` on a free loopback port and reads the
 // address it prints.
-func (pe *proxyE2E) startProxy(args ...string) {
-	t := pe.t
+func (pe *proxyE2E) startProxy(args ...string) { pe.startProxyTB(pe.t, args...) }
+
+func (pe *proxyE2E) startProxyTB(t testing.TB, args ...string) {
 	t.Helper()
 	cmd := exec.Command(pe.bin, append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", pe.up.URL}, args...)...)
 	cmd.Env = pe.env
@@ -111,7 +112,7 @@ func (l *lockedWriter) String() string {
 // apiHost is a client of the Messages API keeping one conversation as plain
 // JSON values, the way an agent does: every reply appended as it came.
 type apiHost struct {
-	t       *testing.T
+	t       testing.TB
 	base    string
 	header  http.Header
 	top     map[string]any
@@ -120,7 +121,7 @@ type apiHost struct {
 	answers []int    // every status the host got
 }
 
-func newAPIHost(t *testing.T, base string, model string) *apiHost {
+func newAPIHost(t testing.TB, base string, model string) *apiHost {
 	h := &apiHost{t: t, base: base, header: http.Header{}, top: map[string]any{
 		"model":      model,
 		"max_tokens": 32000,

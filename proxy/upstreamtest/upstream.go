@@ -57,6 +57,7 @@ type Upstream struct {
 	fault func(n int, body []byte) Fault
 	pings bool
 	delay time.Duration
+	delta int // bytes of text a delta carries (0: the text in two halves)
 
 	srv *http.Server
 	ln  net.Listener
@@ -114,6 +115,14 @@ func (u *Upstream) SetFault(f func(n int, body []byte) Fault) {
 func (u *Upstream) SetStream(pings bool, delay time.Duration) {
 	u.mu.Lock()
 	u.pings, u.delay = pings, delay
+	u.mu.Unlock()
+}
+
+// SetDeltaSize makes each text and thinking delta carry n bytes (0: two
+// halves), for a long stream of many events.
+func (u *Upstream) SetDeltaSize(n int) {
+	u.mu.Lock()
+	u.delta = n
 	u.mu.Unlock()
 }
 
@@ -178,7 +187,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.n++
 	n := u.n
-	replyOf, faultOf, pings, delay := u.reply, u.fault, u.pings, u.delay
+	replyOf, faultOf, pings, delay, delta := u.reply, u.fault, u.pings, u.delay, u.delta
 	u.mu.Unlock()
 	var fault Fault
 	if faultOf != nil {
@@ -250,11 +259,11 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html><body>gateway says hello</body></html>")
 		return
 	}
-	u.streamReply(w, message, msg.Content, stop, fault, pings, delay)
+	u.streamReply(w, message, msg.Content, stop, fault, pings, delay, delta)
 }
 
 // streamReply writes the reply as the provider's event stream.
-func (u *Upstream) streamReply(w http.ResponseWriter, message map[string]any, content []map[string]any, stop string, fault Fault, pings bool, delay time.Duration) {
+func (u *Upstream) streamReply(w http.ResponseWriter, message map[string]any, content []map[string]any, stop string, fault Fault, pings bool, delay time.Duration, delta int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(200)
@@ -272,6 +281,12 @@ func (u *Upstream) streamReply(w http.ResponseWriter, message map[string]any, co
 			io.WriteString(w, "event: ping\ndata: {\"type\": \"ping\"}\n\n")
 			fl.Flush()
 		}
+	}
+	halves := func(s string) []string {
+		if delta <= 0 {
+			return halves(s)
+		}
+		return pieces(s, delta)
 	}
 	send("message_start", map[string]any{"type": "message_start", "message": message})
 	for i, b := range content {
@@ -326,6 +341,23 @@ func halves(s string) []string {
 		h--
 	}
 	return []string{s[:h], s[h:]}
+}
+
+// pieces splits s into parts of about n bytes, on rune boundaries.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		h := n
+		for h > 0 && !isBoundary(s, h) {
+			h--
+		}
+		if h == 0 {
+			h = n
+		}
+		out = append(out, s[:h])
+		s = s[h:]
+	}
+	return append(out, s)
 }
 
 func isBoundary(s string, i int) bool { return i == len(s) || s[i]&0xC0 != 0x80 }
