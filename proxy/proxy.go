@@ -78,8 +78,12 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Upstream = DefaultUpstream
 	}
 	u, err := url.Parse(strings.TrimSuffix(cfg.Upstream, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q is not an http(s) URL", cfg.Upstream)
+	if err != nil {
+		// url's error quotes the URL, and with it any password in it.
+		return nil, errors.New("the upstream URL does not parse")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %s is not an http(s) URL", u.Redacted())
 	}
 	if u.User != nil {
 		return nil, errors.New("the upstream URL carries a user or password: give credentials in the client's headers, never in the URL")

@@ -31,7 +31,7 @@ type reply struct {
 	// text and thinking deltas by block index, joined at content_block_stop
 	// (appending to the block's string would copy it at every delta: a
 	// long reply's text is thousands of deltas)
-	texts map[int]*textParts
+	texts   map[int]*textParts
 	usage   map[string]any
 	trans   json.RawMessage
 	started bool

@@ -47,6 +47,17 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if len(envErrs) > 0 {
+		return errors.Join(envErrs...)
+	}
+	for name, v := range map[string]time.Duration{"--compile-timeout": *compileTimeout, "--idle-timeout": *idle, "--upstream-timeout": *upTimeout} {
+		if v <= 0 {
+			return cmd.fail("%s %s: want a positive duration", name, v)
+		}
+	}
+	if *maxBody <= 0 || *maxStreams <= 0 {
+		return cmd.fail("--max-body and --max-streams must be positive")
+	}
 	if err := proxy.Loopback(*listen); err != nil {
 		return err
 	}
@@ -110,20 +121,28 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// envDuration and envInt read a flag's variable; a value that does not
+// parse is kept in envErrs and refused before the proxy starts, naming it.
+var envErrs []error
+
 func envDuration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
+		d, err := time.ParseDuration(v)
+		if err == nil && d > 0 {
 			return d
 		}
+		envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive duration such as 2s", name, v))
 	}
 	return def
 }
 
 func envInt(name string, def int64) int64 {
 	if v := os.Getenv(name); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil && n > 0 {
 			return n
 		}
+		envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive whole number", name, v))
 	}
 	return def
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,5 +280,54 @@ func TestProxyManyStreams(t *testing.T) {
 	waitFor(t, "every reply accepted", func() (bool, string) {
 		got := pe.accepts()
 		return got == n, fmt.Sprintf("%d of %d", got, n)
+	})
+}
+
+// TestProxyBadSettings: a variable or flag that does not parse is refused
+// at start, naming it.
+func TestProxyBadSettings(t *testing.T) {
+	e := newE2E(t)
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"BINDERY_COMPILE_TIMEOUT=soon", nil, "BINDERY_COMPILE_TIMEOUT"},
+		{"BINDERY_MAX_STREAMS=-3", nil, "BINDERY_MAX_STREAMS"},
+		{"", []string{"--idle-timeout", "0s"}, "--idle-timeout"},
+		{"", []string{"--upstream", "ftp://example.invalid"}, "not an http(s) URL"},
+		{"", []string{"--upstream", "https://user:pw@example.invalid"}, "carries a user or password"},
+		{"", []string{"--upstream", "ftp://user:pw@example.invalid"}, "not an http(s) URL"},
+		{"", []string{"--upstream", "http://user:pw@[::1"}, "does not parse"},
+	} {
+		cmd := exec.Command(e.bin, append([]string{"proxy", "--listen", "127.0.0.1:0"}, c.args...)...)
+		cmd.Env = append(append([]string{}, e.env...), c.env)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s %v: %v\n%s", c.env, c.args, err, out)
+		}
+		if strings.Contains(string(out), "pw@") {
+			t.Errorf("%v: the upstream's password was shown: %s", c.args, out)
+		}
+	}
+}
+
+// TestProxyNotStreamed: a request without stream gets the JSON answer, and
+// its reply is accepted: the next turn replays its block, read.
+func TestProxyNotStreamed(t *testing.T) {
+	pe := newProxyE2E(t)
+	h := newAPIHost(t, pe.addr, "claude-opus-5-5")
+	h.top["stream"] = false
+	h.user("one")
+	h.turn()
+	h.user("two")
+	h.turn()
+	got := pe.up.Messages()
+	if len(got) != 2 || len(got[1].Result.Read()) != 1 {
+		t.Fatalf("the second turn read %v blocks", len(got[len(got)-1].Result.Read()))
+	}
+	waitFor(t, "both replies accepted", func() (bool, string) {
+		n := pe.accepts()
+		return n == 2, fmt.Sprintf("%d", n)
 	})
 }
