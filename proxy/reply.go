@@ -166,27 +166,18 @@ func (r *reply) delta(i int, raw json.RawMessage) {
 		r.failed = fmt.Errorf("block %d: delta: %w", i, err)
 		return
 	}
-	b := r.blocks[i]
 	switch d.Type {
 	case "text_delta":
-		r.parts(i).text.WriteString(d.Text)
+		r.apply(i, "text", d.Text)
 	case "thinking_delta":
-		r.parts(i).thinking.WriteString(d.Thinking)
+		r.apply(i, "thinking", d.Thinking)
 	case "signature_delta":
-		b["signature"] = d.Signature
+		r.apply(i, "signature", d.Signature)
 	case "input_json_delta":
-		if r.partial == nil {
-			r.partial = map[int]*bytes.Buffer{}
-		}
-		p := r.partial[i]
-		if p == nil {
-			p = &bytes.Buffer{}
-			r.partial[i] = p
-		}
-		p.WriteString(d.Partial)
+		r.apply(i, "partial_json", d.Partial)
 	case "citations_delta":
-		cs, _ := b["citations"].([]any)
-		b["citations"] = append(cs, d.Citation)
+		cs, _ := r.blocks[i]["citations"].([]any)
+		r.blocks[i]["citations"] = append(cs, d.Citation)
 	}
 }
 
@@ -241,6 +232,13 @@ func (r *reply) fastDelta(data []byte) {
 		fail(err.Error())
 		return
 	}
+	r.apply(i, field, v)
+}
+
+// apply takes one delta's value for block i: text and thinking are
+// gathered (joined at the block's stop), the signature taken, a tool
+// input's JSON gathered (parsed at the block's stop).
+func (r *reply) apply(i int, field, v string) {
 	switch field {
 	case "text":
 		r.parts(i).text.WriteString(v)

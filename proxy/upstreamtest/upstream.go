@@ -167,16 +167,9 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		res := u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header)})
-		rec.Result, rec.Status = res, res.Status
-		if res.Refused() {
-			rec.Refused = res.Error
-			u.record(rec)
-			writeError(w, res.Status, res.Error)
-			return
+		if u.judged(w, &rec, u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header)})) {
+			writeJSON(w, 200, map[string]any{"input_tokens": len(body) / 4})
 		}
-		u.record(rec)
-		writeJSON(w, 200, map[string]any{"input_tokens": len(body) / 4})
 		return
 	case r.Method != http.MethodPost || r.URL.Path != "/v1/messages":
 		rec.Status = 404
@@ -219,14 +212,9 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header)}, blocks)
-	rec.Result, rec.Status = res, res.Status
-	if res.Refused() {
-		rec.Refused = res.Error
-		u.record(rec)
-		writeError(w, res.Status, res.Error)
+	if !u.judged(w, &rec, res) {
 		return
 	}
-	u.record(rec)
 	var msg struct {
 		Content []map[string]any `json:"content"`
 	}
@@ -329,6 +317,21 @@ func (u *Upstream) streamReply(w http.ResponseWriter, message map[string]any, co
 	}
 	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 10 * len(content)}})
 	send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// judged records the judge's verdict on a request and answers a refusal
+// as the provider does; it reports whether the request was accepted.
+func (u *Upstream) judged(w http.ResponseWriter, rec *Request, res judgetest.Result) bool {
+	rec.Result, rec.Status = res, res.Status
+	if res.Refused() {
+		rec.Refused = res.Error
+	}
+	u.record(*rec)
+	if res.Refused() {
+		writeError(w, res.Status, res.Error)
+		return false
+	}
+	return true
 }
 
 // halves splits s in two (one part when short), as a stream's deltas do.
