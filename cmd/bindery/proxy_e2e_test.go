@@ -95,6 +95,23 @@ func TestProxyToolLoopKeepsValidThinking(t *testing.T) {
 	pe.checkNoCredential()
 }
 
+// madeWithout builds, straight against the provider, a history of two
+// tool loops whose host sets prefix_mismatch_behavior to behavior ("" for
+// none), clears its oldest tool result, and turns to the proxy: a
+// conversation bindery never saw, edited where bindery could not see it.
+func (pe *proxyE2E) madeWithout(behavior string) *apiHost {
+	h := newAPIHost(pe.t, pe.up.URL, "claude-opus-5-5")
+	if behavior != "" {
+		h.top["thinking"] = map[string]any{"type": "adaptive", "block_binding": map[string]any{"prefix_mismatch_behavior": behavior}}
+		h.header.Set("anthropic-beta", "thinking-binding-controls-2026-08-01")
+	}
+	h.cycle("fix the parser")
+	h.cycle("now the tests")
+	h.clearOldestToolResult()
+	h.base = pe.addr
+	return h
+}
+
 // TestProxyRetriesBindingRefusal: a history made without bindery, edited,
 // then sent through the proxy: the conversation is new to bindery, so the
 // blocks go on as sent; the provider refuses one; the proxy releases it
@@ -103,11 +120,7 @@ func TestProxyToolLoopKeepsValidThinking(t *testing.T) {
 func TestProxyRetriesBindingRefusal(t *testing.T) {
 	pe := newProxyE2E(t)
 	pe.up.SetReply(toolLoop(2))
-	h := newAPIHost(t, pe.up.URL, "claude-opus-5-5") // straight to the provider
-	h.cycle("fix the parser")
-	h.cycle("now the tests")
-	h.clearOldestToolResult()
-	h.base = pe.addr
+	h := pe.madeWithout("")
 	before := len(pe.up.Messages())
 	h.user("and the docs")
 	h.turn()
@@ -146,13 +159,7 @@ func TestProxyRetriesBindingRefusal(t *testing.T) {
 func TestProxyStrictStaysStrict(t *testing.T) {
 	pe := newProxyE2E(t)
 	pe.up.SetReply(toolLoop(2))
-	h := newAPIHost(t, pe.up.URL, "claude-opus-5-5")
-	h.top["thinking"] = map[string]any{"type": "adaptive", "block_binding": map[string]any{"prefix_mismatch_behavior": "error"}}
-	h.header.Set("anthropic-beta", "thinking-binding-controls-2026-08-01")
-	h.cycle("fix the parser")
-	h.cycle("now the tests")
-	h.clearOldestToolResult()
-	h.base = pe.addr
+	h := pe.madeWithout("error")
 	h.user("and the docs")
 	status, body, _ := h.post(h.body())
 	if status != 400 {
@@ -174,13 +181,7 @@ func TestProxyStrictStaysStrict(t *testing.T) {
 func TestProxyDropBlockClientReleasesDrops(t *testing.T) {
 	pe := newProxyE2E(t)
 	pe.up.SetReply(toolLoop(2))
-	h := newAPIHost(t, pe.up.URL, "claude-opus-5-5")
-	h.top["thinking"] = map[string]any{"type": "adaptive", "block_binding": map[string]any{"prefix_mismatch_behavior": "drop_block"}}
-	h.header.Set("anthropic-beta", "thinking-binding-controls-2026-08-01")
-	h.cycle("fix the parser")
-	h.cycle("now the tests")
-	h.clearOldestToolResult()
-	h.base = pe.addr
+	h := pe.madeWithout("drop_block")
 	before := len(pe.up.Messages())
 	h.user("and the docs")
 	h.turn()
