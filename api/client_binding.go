@@ -83,6 +83,15 @@ func (c *Client) Conversation(ctx context.Context, id string) (*ConversationStat
 	return &st, nil
 }
 
+// Conversations is GET /v1/conversations.
+func (c *Client) Conversations(ctx context.Context) ([]ConversationSummary, error) {
+	var l ConversationList
+	if err := c.Do(ctx, http.MethodGet, "/v1/conversations", nil, &l); err != nil {
+		return nil, err
+	}
+	return l.Conversations, nil
+}
+
 // EventsOptions selects what Events streams.
 type EventsOptions struct {
 	Conversation string // "" for every conversation

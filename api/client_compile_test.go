@@ -25,6 +25,9 @@ func (*echoBinder) Release(context.Context, *ReleaseCall) (*ReleaseAnswer, error
 func (*echoBinder) Conversation(context.Context, string) (*ConversationState, error) {
 	return &ConversationState{}, nil
 }
+func (*echoBinder) Conversations(context.Context) (*ConversationList, error) {
+	return &ConversationList{}, nil
+}
 
 // A request goes through the Go client byte for byte. pi's compaction
 // summaries hold "<summary>" and its tool results "&" and "<"; json.Marshal

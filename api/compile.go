@@ -211,6 +211,30 @@ type BranchState struct {
 	NotInTree bool `json:"notInTree,omitempty"`
 }
 
+// ConversationList is GET /v1/conversations: the conversations no pi
+// session file names (bindery proxy's, any host's own), the most recently
+// active first, at most 1,000. pi's sessions are GET /v1/sessions.
+type ConversationList struct {
+	Conversations []ConversationSummary `json:"conversations"`
+}
+
+// ConversationSummary is one conversation of a ConversationList.
+type ConversationSummary struct {
+	Conversation string `json:"conversation"`
+	// Client is the conversation id's part before its first ':' when it
+	// has one: bindery proxy names its conversations client:session
+	// (claude-code:…, opencode:…), or the client alone without a session.
+	Client       string `json:"client,omitempty"`
+	Engaged      bool   `json:"engaged"`
+	Created      string `json:"created"`
+	LastActivity string `json:"lastActivity"`
+	Branches     int    `json:"branches"`
+	Compiles     int    `json:"compiles"` // remembered compile records
+	Accepted     int    `json:"accepted"`
+	Stamps       int    `json:"stamps"`
+	Releases     int    `json:"releases"`
+}
+
 // ReleaseInfo is one release.
 type ReleaseInfo struct {
 	Branch    string `json:"branch"`
@@ -228,6 +252,9 @@ type Binder interface {
 	Accept(ctx context.Context, call *AcceptCall) (*AcceptAnswer, error)
 	Release(ctx context.Context, call *ReleaseCall) (*ReleaseAnswer, error)
 	Conversation(ctx context.Context, id string) (*ConversationState, error)
+	// Conversations lists the conversations no pi session file names
+	// (bindery proxy's, any host's own), the most recently active first.
+	Conversations(ctx context.Context) (*ConversationList, error)
 }
 
 // readBody reads the whole body within the limit. Content-Length, when
@@ -447,6 +474,15 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ans)
+}
+
+func (s *Server) handleConversations(w http.ResponseWriter, r *http.Request) {
+	l, err := s.Binder.Conversations(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
 }
 
 func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {

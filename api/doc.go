@@ -104,6 +104,10 @@
 // the session's file is not followed or has skipped lines; each frontier
 // element names owner, bindery's owner compile of that branch.
 //
+// GET /v1/conversations (added with bindery proxy): the conversations no
+// pi session file names, the most recently active first, at most 1,000
+// (ConversationList); client is the id's part before its first ':'.
+//
 // GET /v1/conversations/{id}: for a pi session, branches are the session
 // tree's leaves (sessionTree true), each with owner, accepted, unaccepted,
 // stamps, releases, entries and current; compileLeaves keeps one row per

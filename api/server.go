@@ -67,6 +67,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.HandleFunc("POST /v1/compile", s.handleCompile)
 		mux.HandleFunc("POST /v1/accept", s.handleAccept)
 		mux.HandleFunc("POST /v1/release", s.handleRelease)
+		mux.HandleFunc("GET /v1/conversations", s.handleConversations)
 		mux.HandleFunc("GET /v1/conversations/{id}", s.handleConversation)
 	}
 	if s.Events != nil {

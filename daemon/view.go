@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/my-pi/bindery/api"
@@ -19,6 +20,28 @@ func (b *Binder) Conversation(ctx context.Context, id string) (*api.Conversation
 		return nil, fmt.Errorf("conversation %q: %w", id, err)
 	}
 	return st, nil
+}
+
+// Conversations implements api.Binder: read from the database, where
+// every compile and accept is before it is answered.
+func (b *Binder) Conversations(ctx context.Context) (*api.ConversationList, error) {
+	rows, err := b.db.HostConversations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &api.ConversationList{Conversations: make([]api.ConversationSummary, len(rows))}
+	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+	for i, r := range rows {
+		client, _, ok := strings.Cut(r.ID, ":")
+		if !ok && r.Branches > 0 && !strings.ContainsAny(r.ID, " /") {
+			client = r.ID
+		} else if !ok {
+			client = ""
+		}
+		l.Conversations[i] = api.ConversationSummary{Conversation: r.ID, Client: client, Engaged: r.Engaged, Created: ts(r.CreatedMs),
+			LastActivity: ts(r.LastMs), Branches: r.Branches, Compiles: r.Compiles, Accepted: r.Accepted, Stamps: r.Stamps, Releases: r.Releases}
+	}
+	return l, nil
 }
 
 func (b *Binder) conversation(ctx context.Context, id string) (*api.ConversationState, error) {

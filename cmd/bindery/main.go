@@ -39,7 +39,8 @@ Usage:
   bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
   bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
   bindery whatif [--session ID] [--keep N] [--json] [--chart FILE]   sessions replayed under policies
-  bindery proxy [--listen 127.0.0.1:PORT] [--upstream URL]   Anthropic API gateway
+  bindery conversations [--json]   bindery proxy's conversations (Claude Code...)
+  bindery proxy [--listen ADDR] [--upstream URL]   an Anthropic API gateway
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
@@ -81,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = whatifCmd(rest, stdout, stderr)
 	case "proxy":
 		err = proxyCmd(rest, stdout, stderr)
+	case "conversations":
+		err = conversationsCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "bindery", buildVersion())
 	case "help", "-h", "--help":

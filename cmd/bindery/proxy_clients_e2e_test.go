@@ -24,6 +24,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding/judgetest"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
 )
@@ -313,6 +314,16 @@ func TestProxyClientClaudeCode(t *testing.T) {
 	// away at the 400, for good.
 	if lastRead-lastReadWithout != 4 {
 		t.Errorf("the last request read %d blocks through bindery, %d without; want the 4 blocks minted before the edit kept", lastRead, lastReadWithout)
+	}
+	js, _, _ := pe.run("conversations", "--json")
+	var l api.ConversationList
+	json.Unmarshal([]byte(js), &l)
+	found := false
+	for _, c := range l.Conversations {
+		found = found || (c.Conversation == "claude-code:"+with.session && c.Client == "claude-code" && c.Accepted > 0)
+	}
+	if !found {
+		t.Errorf("Claude Code's session %s is not listed:\n%s", with.session, js)
 	}
 	t.Logf("Claude Code: without bindery %d refusals, last request read %d blocks; through bindery 0 refusals, %d blocks read in all, %d on the last request", refused, lastReadWithout, read, lastRead)
 	pe.checkNoCredential()

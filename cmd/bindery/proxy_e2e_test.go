@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,6 +92,29 @@ func TestProxyToolLoopKeepsValidThinking(t *testing.T) {
 	out := pe.feed()
 	if !strings.Contains(out, `"base":"c_`) {
 		t.Errorf("no compile by reference in the feed:\n%.2000s", out)
+	}
+	// The conversation is listed where users look, and shown.
+	js, _, code := pe.run("conversations", "--json")
+	var l api.ConversationList
+	if err := json.Unmarshal([]byte(js), &l); err != nil || code != 0 || len(l.Conversations) != 1 {
+		t.Fatalf("conversations --json (exit %d): %v\n%s", code, err, js)
+	}
+	c := l.Conversations[0]
+	if c.Conversation != "bindery-test-host" || c.Client != "bindery-test-host" || !c.Engaged || c.Accepted != len(h.sent) || c.Releases == 0 || c.Branches != 1 {
+		t.Errorf("listed as %+v; want the host's one history, %d accepted, its releases", c, len(h.sent))
+	}
+	text, _, _ := pe.run("conversations")
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		if len([]rune(l)) > 80 {
+			t.Errorf("conversations: a line of %d columns: %q", len([]rune(l)), l)
+		}
+	}
+	if !strings.Contains(text, "bindery-test-host\n") || !strings.Contains(text, fmt.Sprintf("%d accepted", len(h.sent))) {
+		t.Errorf("conversations:\n%s", text)
+	}
+	show, _, code := pe.run("show", "bindery-test-host")
+	if code != 0 || !strings.Contains(show, "main/") {
+		t.Errorf("show (exit %d):\n%s", code, show)
 	}
 	pe.checkNoCredential()
 }

@@ -135,7 +135,7 @@ func newAPIHost(t testing.TB, base string, model string) *apiHost {
 	h.header.Set("x-api-key", testAPIKey)
 	h.header.Set("anthropic-version", "2023-06-01")
 	h.header.Set("Content-Type", "application/json")
-	h.header.Set("User-Agent", "bindery-test-apiHost/1")
+	h.header.Set("User-Agent", "bindery-test-host/1")
 	return h
 }
 
