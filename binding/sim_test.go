@@ -92,11 +92,16 @@ type simStats struct {
 	violations       map[string]int
 	examples         []string
 	readings         map[judgetest.Reading]bool
+	// read and max: blocks the judge read in what bindery sent, against
+	// the most the provider would read of the host's request
+	// (judgetest.Max), by whether the target runs the prefix check.
+	read, max map[string]int
 }
 
 func newSimStats() *simStats {
 	return &simStats{accepts: map[string]int{}, ops: map[string]int{}, strips: map[string]int{}, necessary: map[string]int{},
-		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judgetest.Reading]bool{}}
+		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judgetest.Reading]bool{},
+		read: map[string]int{}, max: map[string]int{}}
 }
 
 func (s *simStats) merge(o *simStats) {
@@ -108,7 +113,7 @@ func (s *simStats) merge(o *simStats) {
 	s.expected400 += o.expected400
 	for _, p := range []struct{ dst, src map[string]int }{{s.accepts, o.accepts}, {s.ops, o.ops}, {s.strips, o.strips},
 		{s.necessary, o.necessary}, {s.forced, o.forced}, {s.conservative, o.conservative}, {s.violations, o.violations},
-		{s.preEngagement, o.preEngagement}, {s.readingDependent, o.readingDependent}} {
+		{s.preEngagement, o.preEngagement}, {s.readingDependent, o.readingDependent}, {s.read, o.read}, {s.max, o.max}} {
 		for k, v := range p.src {
 			p.dst[k] += v
 		}
@@ -136,7 +141,24 @@ func fmtCounts(m map[string]int) string {
 	return b.String()
 }
 
+// kept is the blocks read against the maximum, per kind of target and
+// in all.
+func (s *simStats) kept() string {
+	var b strings.Builder
+	read, mx := 0, 0
+	for _, k := range []string{"checks", "no-check"} {
+		read, mx = read+s.read[k], mx+s.max[k]
+		fmt.Fprintf(&b, " %s=%d/%d (%.2f%%)", k, s.read[k], s.max[k], 100*float64(s.read[k])/float64(max(1, s.max[k])))
+	}
+	fmt.Fprintf(&b, " all=%d/%d (%.2f%%)", read, mx, 100*float64(read)/float64(max(1, mx)))
+	return b.String()
+}
+
 func (s *simStats) String() string {
+	return "blocks read against the judge's maximum:" + s.kept() + "\n" + s.string()
+}
+
+func (s *simStats) string() string {
 	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n after an earlier provider drop bindery could not account for:%s\n violations:%s",
 		s.conversations, s.steps, s.compiles, len(s.readings), s.expected400, fmtCounts(s.accepts), fmtCounts(s.ops),
 		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.readingDependent), fmtCounts(s.violations))
@@ -235,6 +257,7 @@ type simConv struct {
 	id       string
 	behavior string // "", "error", "drop_block"
 	beta     bool
+	manual   bool // thinking.type "enabled" (else "adaptive")
 	engaged  bool
 	stamps   map[binding.Digest]*binding.Stamp
 	// compactions: what accepts recorded of on-demand compaction blocks.
@@ -290,6 +313,7 @@ func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judgetest.
 	case 4: // REC without the beta: nothing reported
 		newAccount = false
 	}
+	s.manual = pct(c, 25)
 	s.j = judgetest.New(judgetest.Options{Reading: reading, NewAccount: newAccount, Secret: []byte(s.id)})
 	h := &host{
 		system: []any{map[string]any{"type": "text", "text": "You are pi, a coding agent. Date: 2026-11-29."},
@@ -322,6 +346,9 @@ func (s *simConv) body(b *branch) []byte {
 		system = append(append([]any{}, system...), map[string]any{"type": "text", "text": "Heartbeat: check the inbox."})
 	}
 	th := map[string]any{"type": "adaptive"}
+	if s.manual {
+		th = map[string]any{"type": "enabled", "budget_tokens": 4096}
+	}
 	if s.behavior != "" {
 		th["block_binding"] = map[string]any{"prefix_mismatch_behavior": s.behavior}
 	}
@@ -955,6 +982,20 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 		for _, f := range facts {
 			st, stamped := s.stamps[binding.Digest(f.Key)]
 			simTrace("  fact %s key=%x pred=%x haspred=%v minter=%s valid=%v readable=%v stamped=%v stamp.pred=%x", f.Path, f.Key[:3], f.Pred[:3], f.HasPred, f.Minter, f.Valid(), f.Readable, stamped, st.Pred[:3])
+		}
+	}
+	mx, err := s.j.Max(body)
+	if err != nil {
+		s.t.Fatalf("Max: %v", err)
+	}
+	target := "no-check"
+	if s.j.RunsCheck(req.Model) {
+		target = "checks"
+	}
+	s.st.max[target] += mx
+	for _, v := range res.Blocks {
+		if v.Fate == judgetest.FateRead {
+			s.st.read[target]++
 		}
 	}
 	at := map[binding.Pos]int{}

@@ -224,6 +224,11 @@ type parsed struct {
 	latest   int   // index of the latest assistant message, -1 if none
 	lastRole string
 	comp     compState // the most recent compaction block
+	// manual: thinking.type is "enabled"; open: the request continues a
+	// tool-use cycle (research 4: every message after the latest assistant
+	// message is a user message of tool_result blocks only, or a role
+	// "system" message, and there is at least one tool_result message).
+	manual, open bool
 }
 
 func fail(status int, msg string) Result { return Result{Status: status, Error: msg} }
@@ -367,6 +372,7 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 	}
 	p := &parsed{model: mdl, system: hd.system, tools: hd.tools, latest: -1}
 	if th, ok := field("thinking").(map[string]any); ok {
+		p.manual = th["type"] == "enabled"
 		if bb, ok := th["block_binding"]; ok {
 			p.hasBB = true
 			m, _ := bb.(map[string]any)
@@ -391,14 +397,20 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 	}
 	c := chainStart()
 	afterComp := false
+	results := 0 // tool_result-only user messages since the latest assistant message
 	for i, raw := range msgs {
 		m := j.message(raw)
 		if !m.ok {
 			r := fail(400, fmt.Sprintf("messages.%d: not an object", i))
 			return nil, &r
 		}
-		if m.role == "assistant" {
-			p.latest = i
+		switch {
+		case m.role == "assistant":
+			p.latest, p.open, results = i, true, 0
+		case m.role == "user" && m.toolResults():
+			results++
+		case m.role != "system":
+			p.open = false
 		}
 		if afterComp {
 			p.comp.merged = m.role == p.comp.rec.LastRole || m.role == "system"
@@ -433,7 +445,19 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		}
 	}
 	p.end = c
+	p.open = p.open && results > 0
 	return p, nil
+}
+
+// toolResults reports whether the message's content is an array of
+// tool_result blocks only (cache markers are fields, not blocks).
+func (m *msgInfo) toolResults() bool {
+	for _, b := range m.blocks {
+		if b.kind != "tool_result" {
+			return false
+		}
+	}
+	return len(m.blocks) > 0
 }
 
 // Judge decides a request without producing a reply.
