@@ -7,8 +7,9 @@ import (
 
 // The decision, per compile (design/binding.md "The decision, per compile"):
 // individual verdicts, the kept set (run rule, latest assistant message,
-// choice), emptied messages dropped, attribution by prefix before deciding,
-// and cache.firstChange against the branch owner.
+// choice: choose.go, with the decisions it takes), emptied messages
+// dropped, attribution by prefix before deciding, and cache.firstChange
+// against the branch owner.
 //
 // Decisions taken where the design and research are [INF], [CONFLICT] or
 // silent (each pinned by a test):
@@ -306,10 +307,7 @@ func Compile(in CompileInput) (*Compiled, error) {
 	if models == nil {
 		models = DefaultModelTable()
 	}
-	binds := models.Binds(req.Model)
-	if in.BindsThinking != nil {
-		binds = *in.BindsThinking
-	}
+	binds := TargetBinds(models, req.Model, in.BindsThinking)
 	out := &Compiled{ID: in.ID, Bound: req.Bound, Binds: binds, Engaged: in.Engaged}
 	out.FirstAfterEngagement = in.Engaged && (in.Owner == nil || !in.Owner.Engaged)
 	if !req.Bound {
@@ -725,129 +723,6 @@ func (d *decider) verdicts() {
 	}
 }
 
-// choose picks the kept set among individually valid blocks: a chain of
-// blocks each naming the previous as its predecessor; the latest assistant
-// message's thinking all or nothing; the chain keeping that message's
-// thinking if any does, else the longest, then the one ending latest. A
-// valid block the target cannot read (only when the target does not bind)
-// is outside the run: the provider drops it unread, so it neither links nor
-// breaks the chain, and it is kept (it comes back for a model that reads
-// it).
-func (d *decider) choose() {
-	n := len(d.tb)
-	parent := ints(d.mem.parent, n)
-	depth := ints(d.mem.depth, n)
-	d.mem.parent, d.mem.depth = parent, depth
-	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
-	// A block's parent is the last candidate whose key is its pred. In a
-	// chain that is the candidate just before it, found without a map; the
-	// index of every candidate's key is built only at the first block whose
-	// pred is another (a long conversation's decision filled it with every
-	// key, each round, to look up only its neighbour's).
-	idx := d.mem.idx
-	if len(idx) > 0 {
-		clear(idx) // choose runs once per round of the fixed point
-	}
-	indexed := false
-	last := -1 // the last candidate before i
-	for i := 0; i < n; i++ {
-		parent[i] = -1
-		if !cand(i) {
-			continue
-		}
-		t := &d.tb[i]
-		p, ok := -1, false
-		switch {
-		case t.pred.IsZero():
-		case last >= 0 && d.tb[last].key == t.pred:
-			p, ok = last, true
-		default:
-			if !indexed {
-				if idx == nil {
-					idx = make(map[Digest]int, n)
-					d.mem.idx = idx
-				}
-				for j := 0; j < i; j++ {
-					if cand(j) {
-						idx[d.tb[j].key] = j
-					}
-				}
-				indexed = true
-			}
-			p, ok = idx[t.pred]
-		}
-		if ok {
-			parent[i] = p
-			depth[i] = depth[p] + 1
-		} else {
-			depth[i] = 1
-		}
-		if indexed {
-			idx[t.key] = i
-		}
-		last = i
-	}
-	// The latest assistant message's thinking blocks: the last ones.
-	lfrom := n
-	for lfrom > 0 && d.tb[lfrom-1].msg == d.latest {
-		lfrom--
-	}
-	end := -1
-	if lfrom < n {
-		whole := true
-		for i := lfrom; i < n; i++ {
-			if !cand(i) || (i > lfrom && parent[i] != i-1) {
-				whole = false
-				break
-			}
-		}
-		if whole {
-			end = n - 1
-		}
-	}
-	if end < 0 {
-		best := 0
-		for i := 0; i < lfrom; i++ {
-			if cand(i) && depth[i] >= best {
-				best, end = depth[i], i
-			}
-		}
-	}
-	for i := end; i >= 0; i = parent[i] {
-		d.tb[i].kept = true
-	}
-	for i := range d.tb {
-		t := &d.tb[i]
-		if t.reason == "" && !t.kept {
-			if t.unreadable {
-				t.kept = true // non-binding target: outside the run
-			} else {
-				t.reason = ReasonGap
-			}
-		}
-	}
-	// A kept unreadable block in the latest assistant message would be a
-	// partial keep there if the rest went: the message has one minting
-	// model, so this only guards a host that spliced messages.
-	if lfrom < n {
-		any, all := false, true
-		for i := lfrom; i < n; i++ {
-			if d.tb[i].kept {
-				any = true
-			} else {
-				all = false
-			}
-		}
-		if any && !all {
-			for i := lfrom; i < n; i++ {
-				if t := &d.tb[i]; t.kept {
-					t.kept, t.reason = false, ReasonGap
-				}
-			}
-		}
-	}
-}
-
 // drop marks the messages the strip empties; it reports whether the set
 // changed.
 func (d *decider) drop() bool {
@@ -905,7 +780,7 @@ func (d *decider) finish(out *Compiled) {
 			continue
 		}
 		out.Strips = append(out.Strips, Strip{Pos: p, Key: t.key, Reason: t.reason, Tokens: t.tokens})
-		if t.reason.Releases() && t.signed && !t.dup {
+		if t.reason.Releases() && t.signed && !t.dup && (d.binds || t.reason != ReasonGap) {
 			rec.Strips = append(rec.Strips, Release{Key: t.key, Reason: string(t.reason), Compile: in.ID, Message: t.msg, Path: p.Path()})
 		}
 	}

@@ -422,8 +422,9 @@ func TestBindsThinkingFalse(t *testing.T) { // seed: a target that does not bind
 	// Released stays released.
 	s.rel["main"] = map[Digest]bool{key("S2"): true}
 	c, _ = s.compileOpt(copt{binds: &no}, body(opus55, "sys", append(h, r3, u("u4"))))
-	// S3 read S2: with S2 out, S1 and S3 are no run; the latest message's wins.
-	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 released")
+	// S3 read S2: with S2 out, S1 and S3 are no run, but a target that
+	// does not bind has no run rule (choose.go): both stay.
+	expectStrips(t, c, "messages.3.content.0 released")
 	// The table's default for a non-binding model.
 	c, _ = s.compile(body("claude-sonnet-5-20260601", "sys", append(h, r3, u("u4"))))
 	if c.Binds {
@@ -579,29 +580,6 @@ func TestStampsByPosition(t *testing.T) {
 	}
 	if got := StampsFor(req, map[Digest]*Stamp{keys[1]: st[1]}); len(got) != 2 || got[0] != nil || got[1] != st[1] {
 		t.Fatalf("StampsFor: %v", got)
-	}
-}
-
-func TestLatestRunBeatsLongerChain(t *testing.T) {
-	// A<-B<-C is longer, but D (the latest assistant message, minted with
-	// nothing read) can only be kept alone: the latest run wins.
-	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4"), a(th("D"), tu("t")), tr("t", "r")}
-	req, _ := ParseRequest(body(opus55, "sys", h))
-	st := map[Digest]*Stamp{}
-	pred := map[string]string{"A": "", "B": "A", "C": "B", "D": ""}
-	for i := 1; i < len(h)-1; i += 2 {
-		b := req.Messages[i].Blocks[0]
-		sig := string("ABCD"[i/2])
-		var p Digest
-		if pred[sig] != "" {
-			p = key(pred[sig])
-		}
-		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
-	}
-	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, st)})
-	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap", "messages.5.content.0 gap")
-	if !slices.Equal(c.Kept, []Digest{key("D")}) {
-		t.Fatalf("kept %v", c.Kept)
 	}
 }
 
