@@ -78,6 +78,11 @@ type ReachInput struct {
 	Releases []BranchRelease // the conversation's own
 	Tree     *ReleaseTree    // nil: not a pi session tree
 	Forks    []*Fork         // forks it descends from, nearest first
+	// NotBinding: the decided target does not bind (TargetBinds), so no
+	// gap release reaches it: such a target has no run rule and records no
+	// gap release (choose.go), and one recorded for it before issue 31, or
+	// on a target that binds, stands for a run rule it does not have.
+	NotBinding bool
 }
 
 // ReleasedOn returns which of keys (the thinking blocks a request holds)
@@ -104,6 +109,9 @@ func ReleasedOn(in ReachInput, keys []Digest) map[Digest]bool {
 	}
 	out := map[Digest]bool{}
 	for _, r := range in.Releases {
+		if in.NotBinding && r.Reason == string(ReasonGap) {
+			continue
+		}
 		if want(r.Key) && !out[r.Key] && Reaches(r, in.Branch, in.Tree) {
 			out[r.Key] = true
 		}
@@ -113,6 +121,9 @@ func ReleasedOn(in ReachInput, keys []Digest) map[Digest]bool {
 		for depth := 0; f != nil && depth < MaxForkDepth; depth++ {
 			upTo = min(upTo, f.UpTo)
 			for _, r := range f.Releases {
+				if in.NotBinding && r.Reason == string(ReasonGap) {
+					continue
+				}
 				if want(r.Key) && r.Order <= upTo && (f.Branch == "" || r.Branch == f.Branch || r.Branch == SignatureBranch) {
 					out[r.Key] = true
 				}

@@ -685,7 +685,9 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 			stamps[k] = st
 		}
 	}
-	released := binding.ReleasedOn(s.reach(b), binding.StampKeys(req))
+	reach := s.reach(b)
+	reach.NotBinding = !binding.TargetBinds(nil, req.Model, nil)
+	released := binding.ReleasedOn(reach, binding.StampKeys(req))
 	comps := map[binding.Digest]binding.Compaction{}
 	for _, k := range binding.CompactionKeys(req) {
 		if c, ok := s.compactions[k]; ok {
