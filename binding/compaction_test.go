@@ -206,14 +206,61 @@ func TestOnDemandCompactionKeptTurns(t *testing.T) {
 			c.compact(msgs[:4], comp2) // [C, q2, B, q3] summarized; D kept
 			return []any{comp2, msgs[4], cUser("q4")}
 		}, "[]"},
-		{"thinking kept through two compactions is stripped (decision)", func(c *compactionConv) []any {
+		{"thinking kept through two compactions in a row", func(c *compactionConv) []any {
 			msgs := c.twoTurns()
 			c.compact(msgs[:2], comp)
 			msgs = c.turn([]any{comp, msgs[2], msgs[3], cUser("q3")}, cReply("sigD", "three"))
 			comp2 := cCompaction("We discussed q1.", "sigC2")
 			c.compact(msgs[:1], comp2) // only C summarized: B (minted before C) kept through both
 			return []any{comp2, msgs[1], msgs[2], msgs[3], msgs[4], cUser("q4")}
-		}, "[messages.2.content.0 prefix-changed]"}, // D, minted with C in place, is kept: the oldest end may go
+		}, "[]"},
+		{"two in a row, the second summarizing a kept message too", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2) // [C, q2] summarized: B kept through both
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[]"},
+		{"three in a row", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			comp2 := cCompaction("We discussed q1, again.", "sigC2")
+			c.compact([]any{comp}, comp2)
+			comp3 := cCompaction("We discussed q1, once more.", "sigC3")
+			c.compact([]any{comp2}, comp3)
+			return []any{comp3, msgs[2], msgs[3], cUser("q3")}
+		}, "[]"},
+		{"two in a row, the first not recorded", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2) // C was never accepted: what it replaced is unknown
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[messages.1.content.0 prefix-changed]"},
+		{"two in a row, the second under another system", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			c.system = "You help. Today is Monday."
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2)
+			c.system = "You help."
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[messages.1.content.0 prefix-changed]"},
+		{"two in a row, the first's kept message merged into what it replaced", func(c *compactionConv) []any {
+			msgs := c.turn([]any{cUser("q1")}, cReply("sigA", "one"))
+			msgs = c.turn(msgs, cReply("sigB", "more")) // a prefill-style assistant message right after A
+			msgs = c.turn(append(msgs, cUser("q3")), cReply("sigD", "three"))
+			c.compact(msgs[:2], comp) // [q1, A] summarized; the kept turns start with B, an assistant message: merged
+			comp2 := cCompaction("We discussed q1 and more.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2)
+			return []any{comp2, msgs[3], msgs[4], cUser("q4")} // D kept through both, the first failing
+		}, "[messages.2.content.0 prefix-changed]"},
+		{"two in a row, the second summarizing the first alone, the first ending on a user message", func(c *compactionConv) []any {
+			msgs := c.turn([]any{cUser("q1"), cUser("q1, continued")}, cReply("sigA", "one"))
+			c.compact(msgs[:1], comp) // [q1] summarized: the kept "q1, continued" is merged into it
+			comp2 := cCompaction("We discussed q1.", "sigC2")
+			c.compact([]any{comp}, comp2) // the kept turns now follow the block's assistant message
+			return []any{comp2, msgs[1], msgs[2], cUser("q2")}
+		}, "[messages.2.content.0 prefix-changed]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,7 +41,12 @@ import (
 //     or, for a kept turn, by the recorded chain of the messages the block
 //     replaced (thinking minted before the swap), the latter only with a
 //     Compaction record, in the documented shape, and under that record's
-//     seed.
+//     seed. A turn kept through several compactions in a row is vouched
+//     for when each compaction in the row was, when the request that
+//     compacted it was decided (Compaction.Through, at most MaxThrough);
+//     a compaction request holding the earlier block alone vouches through
+//     it only when that block's last replaced message was an assistant's
+//     (see swap).
 //   - cache.firstChange: "system" when the seed (system or tools) differs;
 //     a position inside the owner's request otherwise; "" when this request
 //     only appends to the owner's (a block appended to the owner's last
@@ -282,8 +287,7 @@ type tblock struct {
 	in *Stamp
 
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
-	kept0      Digest // chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
-	hasKept0   bool
+	kept0      bool   // the stamp's chain is chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
 	reason     Reason // "" while valid
 	pred       Digest
 	stamped    bool
@@ -585,15 +589,17 @@ func (d *decider) attributeMessage(from, to int) {
 	}
 }
 
-// keptChains gives the thinking blocks after an on-demand compaction block
-// their second chain: the chain as sent with the block expanded to the
-// messages it replaced (Compaction.Chain), which is what a kept turn's stamp
-// was minted under. binding.md restarts the chain at every compaction block;
-// the provider accepts the swap for kept turns (preserved-thinking.md 6,
-// scenario 36; the provider's compaction-thinking-blocks page), so a block
-// whose stamp matches this chain is as valid as one matching the restarted
-// chain (thinking minted with the block in place). Only when all hold
-// (the page's conditions, read conservatively):
+// keptChains marks the thinking blocks after an on-demand compaction block
+// whose stamp matches their second chain: the chain as sent with the block
+// expanded to the messages it replaced (Compaction.Chain), which is what a
+// kept turn's stamp was minted under, or, for a turn kept through several
+// compactions in a row, with each compaction in the row expanded in turn
+// (Compaction.Through). binding.md restarts the chain at every compaction
+// block; the provider accepts the swap for kept turns (preserved-thinking.md
+// 6, scenario 36; the provider's compaction-thinking-blocks page), so such
+// a block is as valid as one matching the restarted chain (thinking minted
+// with the block in place). Only when all hold (the page's conditions,
+// read conservatively, for every compaction in the row):
 //   - the block is in the documented shape (swapMessage) and bindery
 //     recorded it when it accepted the compaction request (an unknown block
 //     keeps the restart: bindery cannot say what it replaced);
@@ -605,30 +611,17 @@ func (d *decider) attributeMessage(from, to int) {
 //     kept thinking); the request's own seed is then checked as for any
 //     block (seed-changed, not a release).
 //
-// The record's chain is its compile's chain as sent, itself restarted at any
-// earlier compaction block, so a turn kept through two compactions matches
-// only if it was minted after the first (decision: stripped otherwise, safe).
-// The compaction request's model must bind (Accept records nothing else).
-// Only blocks that need it get the second chain: it costs one step per
-// message up to the last of them.
+// The earlier compactions of a row were checked when the compaction
+// request that replaced them was decided (throughChains): its Through holds
+// only what they vouched for. The compaction request's model must bind
+// (Accept records nothing else). Only blocks that need it are checked: it
+// costs one step per message and compaction up to the last of them.
 func (d *decider) keptChains() {
 	for i := range d.tb {
-		d.tb[i].hasKept0 = false
+		d.tb[i].kept0 = false
 	}
-	m := swapMessage(d.req)
-	if m == nil || len(d.in.Compactions) == 0 {
-		return
-	}
-	c, ok := d.in.Compactions[m.Blocks[0].Digest]
-	if !ok {
-		return
-	}
-	msgs := d.req.Messages
-	first := 1
-	for first < len(msgs) && d.dropped[first] {
-		first++
-	}
-	if first >= len(msgs) || msgs[first].Role == c.LastRole || msgs[first].Role == "system" {
+	c, first := d.swap()
+	if c == nil {
 		return
 	}
 	last := -1
@@ -644,7 +637,9 @@ func (d *decider) keptChains() {
 	if last < 0 {
 		return
 	}
-	h := c.Chain
+	var hs [1 + MaxThrough]Digest
+	n := copy(hs[:], append([]Digest{c.Chain}, c.Through...))
+	msgs := d.req.Messages
 	ti := 0
 	for i := first; i < len(msgs) && ti <= last; i++ {
 		if d.dropped[i] {
@@ -657,18 +652,90 @@ func (d *decider) keptChains() {
 			ti++
 		}
 		start := ti
-		h = msgs[i].StepFrom(h, func(j int, before Digest) {
-			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
-				if d.tb[k].blk == j {
-					st := d.stamp(&d.tb[k])
-					d.tb[k].kept0, d.tb[k].hasKept0 = before, st != nil && st.Seed == c.Seed
+		for k := range n {
+			hs[k] = msgs[i].StepFrom(hs[k], func(j int, before Digest) {
+				for x := start; x < len(d.tb) && d.tb[x].msg == i; x++ {
+					if t := &d.tb[x]; t.blk == j {
+						if st := d.stamp(t); st != nil && st.Seed == c.Seed && st.Chain == before {
+							t.kept0 = true
+						}
+					}
 				}
-			}
-		})
+			})
+		}
 		for ti < len(d.tb) && d.tb[ti].msg == i {
 			ti++
 		}
 	}
+}
+
+// MaxThrough bounds Compaction.Through: how many compactions in a row a
+// kept turn is vouched for through (beyond it, stripped: safe). Each costs
+// one more step of the chain per message of a request that starts with
+// the latest compaction block.
+const MaxThrough = 4
+
+// swap returns the record of the request's on-demand compaction block and
+// the index of the first message sent after it, when bindery vouches for
+// kept turns across it (keptChains' conditions, the seed aside); nil
+// otherwise.
+func (d *decider) swap() (*Compaction, int) {
+	m := swapMessage(d.req)
+	if m == nil || len(d.in.Compactions) == 0 {
+		return nil, 0
+	}
+	c, ok := d.in.Compactions[m.Blocks[0].Digest]
+	if !ok {
+		return nil, 0
+	}
+	msgs := d.req.Messages
+	first := 1
+	for first < len(msgs) && d.dropped[first] {
+		first++
+	}
+	switch {
+	case first >= len(msgs):
+		// Nothing after the block: a compaction request that summarizes
+		// the earlier block alone. The first message kept after the new
+		// block is then the first kept after this one too, and is checked
+		// only against the new block's last replaced role, the role of
+		// this message: vouched for only when that is this block's own
+		// (decision; the other way no message could pass both checks).
+		if c.LastRole != msgs[0].Role {
+			return nil, 0
+		}
+	case msgs[first].Role == c.LastRole || msgs[first].Role == "system":
+		return nil, 0
+	}
+	return &c, first
+}
+
+// throughChains is CompileRecord.Through: this request's chain as sent at
+// its end with its compaction block expanded to what it replaced, then
+// with each compaction of the row before it expanded too, nearest first;
+// nil when bindery does not vouch for kept turns across the block, or when
+// the request's seed is not the compaction request's (a kept turn's
+// thinking must share its seed with every compaction in the row, so such
+// a request, were it a compaction request, could vouch for none).
+func (d *decider) throughChains() []Digest {
+	c, first := d.swap()
+	if c == nil || c.Seed != d.req.Seed {
+		return nil
+	}
+	out := append([]Digest{c.Chain}, c.Through...)
+	if len(out) > MaxThrough {
+		out = out[:MaxThrough]
+	}
+	msgs := d.req.Messages
+	for i := first; i < len(msgs); i++ {
+		if d.dropped[i] {
+			continue
+		}
+		for k := range out {
+			out[k] = msgs[i].StepFrom(out[k], nil)
+		}
+	}
+	return out
 }
 
 // verdicts gives every thinking block its individual verdict (binding.md
@@ -712,7 +779,7 @@ func (d *decider) verdicts() {
 			t.reason = ReasonModelUnreadable
 		case !d.minter(st.Model).binds:
 			t.reason = ReasonModelUnbound
-		case st.Chain != t.chain && (!t.hasKept0 || st.Chain != t.kept0):
+		case st.Chain != t.chain && !t.kept0:
 			t.reason = ReasonPrefixChanged
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
@@ -755,7 +822,7 @@ func (d *decider) finish(out *Compiled) {
 	rec := &CompileRecord{
 		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
 		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
-		Seed: d.req.Seed, End: d.end,
+		Seed: d.req.Seed, End: d.end, Through: d.throughChains(),
 	}
 	for i := len(d.req.Messages) - 1; i >= 0; i-- {
 		if !d.dropped[i] {
