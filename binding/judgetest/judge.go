@@ -35,7 +35,7 @@ type Judge struct {
 	mu         sync.Mutex
 	cache      map[string]*msgInfo
 	heads      map[string]headInfo
-	opened     map[string]record // signatures that opened, by their exact text
+	opened     map[string]record   // signatures that opened, by their exact text
 	comps      map[[32]byte]record // compaction blocks met, by key: the earlier ones of a row
 	reading    Reading
 	newAccount bool
@@ -189,7 +189,7 @@ type compState struct {
 	on     bool
 	key    [32]byte // keyOf its signature
 	rec    record
-	merged bool // the first message after it has the last summarized message's role, or is role "system": the API merges it into the summarized messages
+	merged bool   // the first message after it has the last summarized message's role, or is role "system": the API merges it into the summarized messages
 	first  string // the role of the first message after it ("": none)
 }
 
