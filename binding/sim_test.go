@@ -1541,6 +1541,85 @@ func judgedKeepTail(t *testing.T, r judgetest.Reading, behavior string, beta boo
 	}
 }
 
+// TestJudgedCompactionsInARow: two on-demand compactions in a row, the
+// second summarizing the first block and the first kept message: the turns
+// kept through both keep their thinking (issue 31; research 6: the
+// conditions hold for every compaction in the row, which the judge checks),
+// in every mode. The second compaction request sent under another system
+// prompt breaks every block minted before it: stripped, and the judge
+// agrees.
+func TestJudgedCompactionsInARow(t *testing.T) {
+	for _, mode := range []struct {
+		behavior string
+		beta     bool
+	}{{"", false}, {"error", true}, {"drop_block", true}} {
+		for _, variant := range []string{"", "heartbeat-second"} {
+			t.Run(mode.behavior+"/"+variant, func(t *testing.T) {
+				judgedInARow(t, judgetest.Documented(), mode.behavior, mode.beta, variant)
+			})
+		}
+	}
+}
+
+func judgedInARow(t *testing.T, r judgetest.Reading, behavior string, beta bool, variant string) {
+	st := newSimStats()
+	s := newSimConv(t, fixedChooser{}, st, 0, r)
+	s.behavior, s.beta = behavior, beta
+	s.j = judgetest.New(judgetest.Options{Reading: r, NewAccount: true, Secret: []byte("in-a-row")})
+	b := s.cur
+	b.h.model = "claude-fable-5-1"
+	compact := func(upto int, heartbeat bool, summary string) {
+		full := b.h.msgs
+		b.h.msgs = full[:upto]
+		b.h.heartbeat = heartbeat
+		body := s.body(b)
+		b.h.heartbeat = false
+		req, out := s.compile(b, body)
+		res := s.j.Compact(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, summary)
+		if res.Status != 200 {
+			t.Fatalf("compaction request: %d %s", res.Status, res.Error)
+		}
+		s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append([]any{v}, full[upto:]...)
+	}
+	for turn := 1; turn <= 8; turn++ {
+		s.step = turn
+		switch turn {
+		case 5:
+			compact(4, false, "Summary of turns 1 and 2.") // [C1, u3, a3, u4, a4]
+		case 7:
+			compact(2, variant == "heartbeat-second", "Summary of turns 1 to 3, asked.") // [C2, a3, u4, a4, u5, a5, u6, a6]
+		}
+		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
+		body := s.body(b)
+		req, out := s.compile(b, body)
+		res := s.j.Answer(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		if res.Status != 200 || len(res.Transformations) != 0 {
+			t.Fatalf("turn %d: %d %s %v", turn, res.Status, res.Error, res.Transformations)
+		}
+		wantRead := turn - 1
+		switch {
+		case turn >= 5 && turn < 7:
+			wantRead = turn - 3 // kept turns 3 and 4, and every later one
+		case turn >= 7 && variant == "":
+			wantRead = turn - 3 // the same, through both compactions
+		case turn >= 7:
+			wantRead = turn - 7 // only those minted after the second swap: every earlier one was minted under another system than it
+		}
+		if len(res.Read()) != wantRead {
+			t.Fatalf("turn %d: the model read %d thinking blocks, want %d (strips %v)", turn, len(res.Read()), wantRead, out.Strips)
+		}
+		s.check(b, body, req, out, res)
+		for kind, n := range st.violations {
+			t.Fatalf("turn %d: %d violations of kind %s: %v", turn, n, kind, st.examples)
+		}
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append(b.h.msgs, v)
+		s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+	}
+}
+
 // TestJudgedProviderDropSubtracted: before engagement bindery passes an
 // edited history through; with drop_block the provider drops the stale block
 // and reports it. The accept must take the dropped block out of what the
