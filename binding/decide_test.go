@@ -634,3 +634,38 @@ func TestRefusedCompileIgnoredByAttribution(t *testing.T) {
 		t.Fatalf("kept %v", c.Kept)
 	}
 }
+
+// TestRotatingImageURLStrips: the provider judges a URL image by the bytes
+// it fetches, which bindery cannot see; a URL whose signed query rotates is
+// a changed prefix to bindery, so the thinking after it is stripped (the
+// README says what a host can send instead: a Files API file_id or a
+// base64 source, which keep it).
+func TestRotatingImageURLStrips(t *testing.T) {
+	img := func(src string) string {
+		return `{"role":"user","content":[{"type":"image","source":` + src + `},{"type":"text","text":"look"}]}`
+	}
+	for _, tc := range []struct {
+		name      string
+		was, is   string
+		wantStrip bool
+	}{
+		{"rotated signed URL", `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, `{"type":"url","url":"https://cdn.example/a.png?X-Sig=bbb"}`, true},
+		{"same URL", `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, false},
+		{"Files API file_id", `{"type":"file","file_id":"file_011"}`, `{"type":"file","file_id":"file_011"}`, false},
+		{"base64, sent the same", `{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}`, `{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			h := []string{img(tc.was)}
+			r1 := a(th("I1"), tx("a picture"))
+			s.round(opus55, "sys", h, r1)
+			h = []string{img(tc.is), r1, u("and?")}
+			c, _ := s.compile(body(opus55, "sys", h))
+			if tc.wantStrip {
+				expectStrips(t, c, "messages.1.content.0 prefix-changed")
+			} else {
+				expectStrips(t, c)
+			}
+		})
+	}
+}
