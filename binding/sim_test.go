@@ -175,6 +175,10 @@ type host struct {
 	switched  string // a temporary model ("" when none)
 	switchFor int
 	heartbeat bool // this request only: system differs
+	// noThinking: this request only, the host sends its history without
+	// any thinking (pi's compaction request, a retry without thinking):
+	// the reply is minted reading none
+	noThinking bool
 	effort    string
 	openTools []string
 	reminder  int // message index holding a reminder to remove on the next turn, -1 if none
@@ -352,7 +356,31 @@ func (s *simConv) body(b *branch) []byte {
 	if s.behavior != "" {
 		th["block_binding"] = map[string]any{"prefix_mismatch_behavior": s.behavior}
 	}
-	top := map[string]any{"model": s.route(model), "max_tokens": 8192, "system": system, "tools": h.tools, "thinking": th, "messages": h.msgs}
+	msgs := h.msgs
+	if h.noThinking {
+		msgs = make([]any, len(h.msgs))
+		for i, mv := range h.msgs {
+			m := msgOf(mv)
+			cont, ok := m["content"].([]any)
+			if !ok {
+				msgs[i] = m
+				continue
+			}
+			c := map[string]any{}
+			for k, v := range m {
+				c[k] = v
+			}
+			var kept []any
+			for _, bv := range cont {
+				if !isThinkingBlock(bv) {
+					kept = append(kept, bv)
+				}
+			}
+			c["content"] = kept
+			msgs[i] = c
+		}
+	}
+	top := map[string]any{"model": s.route(model), "max_tokens": 8192, "system": system, "tools": h.tools, "thinking": th, "messages": msgs}
 	if h.effort != "" {
 		top["output_config"] = map[string]any{"effort": h.effort}
 	}
@@ -366,7 +394,7 @@ func (s *simConv) body(b *branch) []byte {
 // prepare applies this step's host-side changes before the request.
 func (s *simConv) prepare(b *branch) {
 	h, c := b.h, s.c
-	h.heartbeat = false
+	h.heartbeat, h.noThinking = false, false
 	if h.switched != "" {
 		h.switchFor--
 		if h.switchFor <= 0 {
@@ -424,6 +452,13 @@ func (s *simConv) prepare(b *branch) {
 	}
 	if len(h.openTools) == 0 && len(h.msgs) > 2 && pct(c, 3) {
 		s.compact(h)
+	}
+	if len(h.openTools) == 0 && pct(c, 4) && s.compactKeepTail(b) {
+		s.op("compaction-keep-tail")
+	}
+	if pct(c, 3) {
+		h.noThinking = true
+		s.op("host-sends-no-thinking-once")
 	}
 	if pct(c, 4) && s.pruneBeforeCompaction(h) {
 		s.op("prune-before-compaction")
@@ -515,6 +550,90 @@ func (s *simConv) compact(h *host) {
 	}
 	h.msgs = append(h.msgs, map[string]any{"role": "assistant", "content": []any{comp}})
 	s.op("compaction")
+}
+
+// compactKeepTail is an on-demand compaction sent through bindery: the
+// history up to a cut is the compaction request, and the block it returns
+// is sent in place of those messages, the later ones kept (their thinking
+// stays valid under the provider's conditions; bindery vouches for it when
+// it accepted the request). The cut falls where the kept tail begins with a
+// message of another role than the last summarized one and not "system".
+func (s *simConv) compactKeepTail(b *branch) bool {
+	h := b.h
+	var cuts []int
+	for k := 1; k+1 < len(h.msgs); k++ {
+		r0, r1 := msgOf(h.msgs[k-1])["role"], msgOf(h.msgs[k])["role"]
+		if r0 != r1 && r1 != "system" && (r0 != "user" || k < 2 || !isResults(h.msgs[k-1])) {
+			cuts = append(cuts, k)
+		}
+	}
+	if len(cuts) == 0 {
+		return false
+	}
+	k := cuts[s.c.Intn(len(cuts))]
+	full := h.msgs
+	h.msgs = full[:k]
+	body := s.body(b)
+	h.msgs = full
+	// The host never sends as the latest assistant message one whose
+	// thinking it trimmed itself (host-drops-*-thinking keep the latest
+	// message whole, but a cut can make an older one the latest).
+	facts, err := s.j.Facts(body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	last := latestAssistant(full[:k])
+	n := 0
+	for _, f := range facts {
+		if f.Path.Message == last {
+			if !f.SigOK || f.Index != n || f.Count != len(thinkingSitesOf(full[last])) {
+				return false
+			}
+			n++
+		}
+	}
+	req, out := s.compile(b, body)
+	res := s.j.Compact(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, fmt.Sprintf("Summary of %d messages.", k))
+	if res.Status != 200 {
+		// a signature the host corrupted (host-corrupts-signature) is its own
+		// 400: "messages.N.content.M: Invalid `signature` in `thinking` block"
+		if badSignature := strings.HasSuffix(res.Error, "` block"); out.Engaged && !badSignature {
+			s.violation("compaction-request-refused", res.Error)
+		}
+		return false
+	}
+	s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+	v, err := decodeJSON(res.Reply)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h.msgs = append([]any{v}, full[k:]...)
+	if h.reminder >= 0 {
+		h.reminder -= k - 1
+	}
+	return true
+}
+
+// thinkingSitesOf lists the thinking blocks of one message.
+func thinkingSitesOf(m any) []any {
+	var out []any
+	for _, bv := range contentOf(m) {
+		if isThinkingBlock(bv) {
+			out = append(out, bv)
+		}
+	}
+	return out
+}
+
+// isResults: a user message of tool results (a cut after it would leave
+// the tool_use that asked for them summarized and the cycle open).
+func isResults(m any) bool {
+	for _, bv := range contentOf(m) {
+		if b, ok := bv.(map[string]any); ok && b["type"] == "tool_result" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *simConv) pruneBeforeCompaction(h *host) bool {
