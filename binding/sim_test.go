@@ -175,13 +175,14 @@ type host struct {
 	switched  string // a temporary model ("" when none)
 	switchFor int
 	heartbeat bool // this request only: system differs
+	effort    string
+	openTools []string
+	reminder  int // message index holding a reminder to remove on the next turn, -1 if none
+
 	// noThinking: this request only, the host sends its history without
 	// any thinking (pi's compaction request, a retry without thinking):
 	// the reply is minted reading none
 	noThinking bool
-	effort    string
-	openTools []string
-	reminder  int // message index holding a reminder to remove on the next turn, -1 if none
 }
 
 func cloneJSON(v any) any {
