@@ -26,6 +26,12 @@ package binding
 //     the fork; a fork of a fork is bounded by the smaller of the two
 //     (TestReleasedOnForkChain). The chain is followed at most MaxForkDepth
 //     links.
+//   - No gap release reaches a target that does not bind (NotBinding),
+//     whoever made it: such a target has no run rule, and a gap release
+//     recorded for one before issue 31 would keep a block stripped there
+//     for good. The store keeps them (they still reach a target that binds),
+//     so a database written before needs no migration
+//     (TestReleasedOnNotBinding).
 
 // SignatureBranch is the branch a release by signature is recorded on: it
 // scopes the release to every branch of the conversation.
