@@ -3,6 +3,7 @@ package binding
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -325,6 +326,47 @@ func TestAcceptRecordsOnlyOnDemandCompactions(t *testing.T) {
 			x := acc.Compactions[0]
 			if x.Chain != out.Record.End || x.Seed != out.Record.Seed || x.LastRole != "user" || x.Compile != out.ID {
 				t.Fatalf("%s: record %+v does not stand for compile %s", tc.name, x, out.ID)
+			}
+		}
+	}
+}
+
+// TestRecordThroughIsThroughChains: the Through a compile records, taken
+// from keptChains' walk while the messages dropped have not changed since,
+// is what throughChains works out from the final state, in requests after
+// one compaction, two in a row, with a message the strip empties, and
+// under another seed (none).
+func TestRecordThroughIsThroughChains(t *testing.T) {
+	c := newCompactionConv(t)
+	msgs := c.twoTurns()
+	comp := cCompaction("We discussed q1.", "sigC")
+	c.compact(msgs[:2], comp)
+	comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+	c.compact([]any{comp, msgs[2]}, comp2)
+	thinkingOnly := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "thinking", "thinking": "x", "signature": "never-stamped"}}}
+	for i, rq := range [][]any{
+		{comp, msgs[2], msgs[3], cUser("q3")},
+		{comp2, msgs[3], cUser("q3")},
+		{comp, msgs[2], msgs[3], cUser("q3"), thinkingOnly, cUser("q4")},
+		{comp2, msgs[3], cUser("q3"), thinkingOnly, cUser("q4")},
+	} {
+		for _, system := range []string{c.system, "another"} {
+			req, err := ParseRequest(c.body(rq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if system != c.system {
+				req.Seed = Digest{1}
+			}
+			in := CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, c.stamps), Compactions: c.compactions}
+			d := decider{in: &in, req: req, models: DefaultModelTable(), binds: true, attributed: map[Digest]*Stamp{}, mem: &DecideMemory{}}
+			if err := d.collect(); err != nil {
+				t.Fatal(err)
+			}
+			d.decide()
+			got, want := d.recordThrough(), d.throughChains()
+			if !slices.Equal(got, want) || (system == c.system) != (len(want) > 0) {
+				t.Fatalf("request %d, system %q: recorded %x, throughChains %x", i, system, got, want)
 			}
 		}
 	}

@@ -353,6 +353,11 @@ type decider struct {
 	lastMinter string
 	lastKnown  bool
 	last       minterFacts
+
+	// through is throughChains as the last keptChains found it, fresh
+	// while the messages dropped are those it saw (drop)
+	through      []Digest
+	throughFresh bool
 }
 
 // minterFacts is what the decision asks of a block's minting model.
@@ -620,10 +625,15 @@ func (d *decider) keptChains() {
 	for i := range d.tb {
 		d.tb[i].kept0 = false
 	}
+	d.through, d.throughFresh = nil, true
 	c, first := d.swap()
 	if c == nil {
 		return
 	}
+	// The record's Through (throughChains) is the same walk taken to the
+	// end: taken here, a compile after a compaction steps its chain once
+	// per compaction, not twice.
+	through := c.Seed == d.req.Seed
 	last := -1
 	for i := range d.tb {
 		t := &d.tb[i]
@@ -634,14 +644,17 @@ func (d *decider) keptChains() {
 			last = i
 		}
 	}
-	if last < 0 {
+	if last < 0 && !through {
 		return
 	}
 	var hs [1 + MaxThrough]Digest
 	n := copy(hs[:], append([]Digest{c.Chain}, c.Through...))
+	if through {
+		n = min(n, MaxThrough)
+	}
 	msgs := d.req.Messages
 	ti := 0
-	for i := first; i < len(msgs) && ti <= last; i++ {
+	for i := first; i < len(msgs) && (through || ti <= last); i++ {
 		if d.dropped[i] {
 			for ti < len(d.tb) && d.tb[ti].msg == i {
 				ti++
@@ -666,6 +679,9 @@ func (d *decider) keptChains() {
 		for ti < len(d.tb) && d.tb[ti].msg == i {
 			ti++
 		}
+	}
+	if through {
+		d.through = slices.Clone(hs[:n])
 	}
 }
 
@@ -708,6 +724,15 @@ func (d *decider) swap() (*Compaction, int) {
 		return nil, 0
 	}
 	return &c, first
+}
+
+// recordThrough is CompileRecord.Through: the last keptChains' when the
+// messages dropped have not changed since, else worked out again.
+func (d *decider) recordThrough() []Digest {
+	if d.throughFresh {
+		return d.through
+	}
+	return d.throughChains()
 }
 
 // throughChains is CompileRecord.Through: this request's chain as sent at
@@ -813,6 +838,9 @@ func (d *decider) drop() bool {
 			changed = true
 		}
 	}
+	if changed {
+		d.throughFresh = false
+	}
 	return changed
 }
 
@@ -822,7 +850,7 @@ func (d *decider) finish(out *Compiled) {
 	rec := &CompileRecord{
 		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
 		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
-		Seed: d.req.Seed, End: d.end, Through: d.throughChains(),
+		Seed: d.req.Seed, End: d.end, Through: d.recordThrough(),
 	}
 	for i := len(d.req.Messages) - 1; i >= 0; i-- {
 		if !d.dropped[i] {
