@@ -11,6 +11,16 @@ import (
 // dropped, attribution by prefix before deciding, and cache.firstChange
 // against the branch owner.
 //
+// Since issue 31 (binding.md "Then the kept set is chosen", revised): the
+// longest valid chain is kept, no longer the latest assistant message's
+// run whenever a chain keeps it (that stripped, and released for good, the
+// older chain after every request a host sent without thinking; one
+// exception: manual thinking in an open tool-use cycle); a target that
+// does not bind has no run rule, and no gap release is recorded for it or
+// reaches it (finish; ReachInput.NotBinding); and a turn kept through
+// several on-demand compactions in a row is vouched for when each one was
+// (keptChains, Compaction.Through).
+//
 // Decisions taken where the design and research are [INF], [CONFLICT] or
 // silent (each pinned by a test):
 //   - Verdicts compare a stamp with chain(b) as SENT: after a message the
