@@ -218,7 +218,8 @@ CREATE TABLE compactions (
     last_role    TEXT    NOT NULL,
     compile      TEXT    NOT NULL,
     conversation TEXT    NOT NULL,
-    created_ms   INTEGER NOT NULL
+    created_ms   INTEGER NOT NULL,
+    through      BLOB              -- Compaction.Through (migration 012): 32-byte digests, nearest first; NULL: none
 ) WITHOUT ROWID;
 
 -- report_summaries: bindery report's per-session summary cache (migration

@@ -193,7 +193,7 @@ func CompactionOf(rec *CompileRecord, reply *Message, models *ModelTable) (Compa
 	if b.Kind != KindCompaction || !b.Signed {
 		return Compaction{}, false
 	}
-	return Compaction{Key: b.Digest, Chain: rec.End, Seed: rec.Seed, LastRole: rec.LastRole, Compile: rec.ID}, true
+	return Compaction{Key: b.Digest, Chain: rec.End, Seed: rec.Seed, LastRole: rec.LastRole, Compile: rec.ID, Through: rec.Through}, true
 }
 
 // ParseReply parses an assistant reply in the provider's wire shape into a

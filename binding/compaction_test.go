@@ -3,6 +3,7 @@ package binding
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -206,14 +207,61 @@ func TestOnDemandCompactionKeptTurns(t *testing.T) {
 			c.compact(msgs[:4], comp2) // [C, q2, B, q3] summarized; D kept
 			return []any{comp2, msgs[4], cUser("q4")}
 		}, "[]"},
-		{"thinking kept through two compactions is stripped (decision)", func(c *compactionConv) []any {
+		{"thinking kept through two compactions in a row", func(c *compactionConv) []any {
 			msgs := c.twoTurns()
 			c.compact(msgs[:2], comp)
 			msgs = c.turn([]any{comp, msgs[2], msgs[3], cUser("q3")}, cReply("sigD", "three"))
 			comp2 := cCompaction("We discussed q1.", "sigC2")
 			c.compact(msgs[:1], comp2) // only C summarized: B (minted before C) kept through both
 			return []any{comp2, msgs[1], msgs[2], msgs[3], msgs[4], cUser("q4")}
-		}, "[messages.2.content.0 prefix-changed]"}, // D, minted with C in place, is kept: the oldest end may go
+		}, "[]"},
+		{"two in a row, the second summarizing a kept message too", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2) // [C, q2] summarized: B kept through both
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[]"},
+		{"three in a row", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			comp2 := cCompaction("We discussed q1, again.", "sigC2")
+			c.compact([]any{comp}, comp2)
+			comp3 := cCompaction("We discussed q1, once more.", "sigC3")
+			c.compact([]any{comp2}, comp3)
+			return []any{comp3, msgs[2], msgs[3], cUser("q3")}
+		}, "[]"},
+		{"two in a row, the first not recorded", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2) // C was never accepted: what it replaced is unknown
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[messages.1.content.0 prefix-changed]"},
+		{"two in a row, the second under another system", func(c *compactionConv) []any {
+			msgs := c.twoTurns()
+			c.compact(msgs[:2], comp)
+			c.system = "You help. Today is Monday."
+			comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2)
+			c.system = "You help."
+			return []any{comp2, msgs[3], cUser("q3")}
+		}, "[messages.1.content.0 prefix-changed]"},
+		{"two in a row, the first's kept message merged into what it replaced", func(c *compactionConv) []any {
+			msgs := c.turn([]any{cUser("q1")}, cReply("sigA", "one"))
+			msgs = c.turn(msgs, cReply("sigB", "more")) // a prefill-style assistant message right after A
+			msgs = c.turn(append(msgs, cUser("q3")), cReply("sigD", "three"))
+			c.compact(msgs[:2], comp) // [q1, A] summarized; the kept turns start with B, an assistant message: merged
+			comp2 := cCompaction("We discussed q1 and more.", "sigC2")
+			c.compact([]any{comp, msgs[2]}, comp2)
+			return []any{comp2, msgs[3], msgs[4], cUser("q4")} // D kept through both, the first failing
+		}, "[messages.2.content.0 prefix-changed]"},
+		{"two in a row, the second summarizing the first alone, the first ending on a user message", func(c *compactionConv) []any {
+			msgs := c.turn([]any{cUser("q1"), cUser("q1, continued")}, cReply("sigA", "one"))
+			c.compact(msgs[:1], comp) // [q1] summarized: the kept "q1, continued" is merged into it
+			comp2 := cCompaction("We discussed q1.", "sigC2")
+			c.compact([]any{comp}, comp2) // the kept turns now follow the block's assistant message
+			return []any{comp2, msgs[1], msgs[2], cUser("q2")}
+		}, "[messages.2.content.0 prefix-changed]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,6 +326,47 @@ func TestAcceptRecordsOnlyOnDemandCompactions(t *testing.T) {
 			x := acc.Compactions[0]
 			if x.Chain != out.Record.End || x.Seed != out.Record.Seed || x.LastRole != "user" || x.Compile != out.ID {
 				t.Fatalf("%s: record %+v does not stand for compile %s", tc.name, x, out.ID)
+			}
+		}
+	}
+}
+
+// TestRecordThroughIsThroughChains: the Through a compile records, taken
+// from keptChains' walk while the messages dropped have not changed since,
+// is what throughChains works out from the final state, in requests after
+// one compaction, two in a row, with a message the strip empties, and
+// under another seed (none).
+func TestRecordThroughIsThroughChains(t *testing.T) {
+	c := newCompactionConv(t)
+	msgs := c.twoTurns()
+	comp := cCompaction("We discussed q1.", "sigC")
+	c.compact(msgs[:2], comp)
+	comp2 := cCompaction("We discussed q1 and q2.", "sigC2")
+	c.compact([]any{comp, msgs[2]}, comp2)
+	thinkingOnly := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "thinking", "thinking": "x", "signature": "never-stamped"}}}
+	for i, rq := range [][]any{
+		{comp, msgs[2], msgs[3], cUser("q3")},
+		{comp2, msgs[3], cUser("q3")},
+		{comp, msgs[2], msgs[3], cUser("q3"), thinkingOnly, cUser("q4")},
+		{comp2, msgs[3], cUser("q3"), thinkingOnly, cUser("q4")},
+	} {
+		for _, system := range []string{c.system, "another"} {
+			req, err := ParseRequest(c.body(rq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if system != c.system {
+				req.Seed = Digest{1}
+			}
+			in := CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, c.stamps), Compactions: c.compactions}
+			d := decider{in: &in, req: req, models: DefaultModelTable(), binds: true, attributed: map[Digest]*Stamp{}, mem: &DecideMemory{}}
+			if err := d.collect(); err != nil {
+				t.Fatal(err)
+			}
+			d.decide()
+			got, want := d.recordThrough(), d.throughChains()
+			if !slices.Equal(got, want) || (system == c.system) != (len(want) > 0) {
+				t.Fatalf("request %d, system %q: recorded %x, throughChains %x", i, system, got, want)
 			}
 		}
 	}

@@ -170,6 +170,9 @@ func (p *Parser) converseNativeFields() (d Digest, has bool, err error) {
 	var parts [2]Digest
 	var seen [2]bool
 	for key, v, _, i, ok := nextMember(c.in, start+1); ok; key, v, _, i, ok = nextMember(c.in, i) {
+		if rawKeyIs(key, "thinking") {
+			p.manual = manualThinking(c.in, v)
+		}
 		k := -1
 		switch {
 		case rawKeyIs(key, "system"):
@@ -261,6 +264,10 @@ func (p *Parser) converseContent() error {
 		b := Block{Span: Span{start, c.pos}, Tokens: (c.pos - start + 3) / 4}
 		var key Span
 		b.Kind, key = p.converseBlock(start)
+		if b.Kind == KindOther {
+			k, _, _, n := only(c.in, start)
+			b.Result = n == 1 && rawKeyIs(k, "toolResult")
+		}
 		switch b.Kind {
 		case KindThinking, KindRedacted:
 			b.Key, b.Signed = p.blockKey(key)

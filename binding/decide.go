@@ -7,8 +7,19 @@ import (
 
 // The decision, per compile (design/binding.md "The decision, per compile"):
 // individual verdicts, the kept set (run rule, latest assistant message,
-// choice), emptied messages dropped, attribution by prefix before deciding,
-// and cache.firstChange against the branch owner.
+// choice: choose.go, with the decisions it takes), emptied messages
+// dropped, attribution by prefix before deciding, and cache.firstChange
+// against the branch owner.
+//
+// Since issue 31 (binding.md "Then the kept set is chosen", revised): the
+// longest valid chain is kept, no longer the latest assistant message's
+// run whenever a chain keeps it (that stripped, and released for good, the
+// older chain after every request a host sent without thinking; one
+// exception: manual thinking in an open tool-use cycle); a target that
+// does not bind has no run rule, and no gap release is recorded for it or
+// reaches it (finish; ReachInput.NotBinding); and a turn kept through
+// several on-demand compactions in a row is vouched for when each one was
+// (keptChains, Compaction.Through).
 //
 // Decisions taken where the design and research are [INF], [CONFLICT] or
 // silent (each pinned by a test):
@@ -40,7 +51,12 @@ import (
 //     or, for a kept turn, by the recorded chain of the messages the block
 //     replaced (thinking minted before the swap), the latter only with a
 //     Compaction record, in the documented shape, and under that record's
-//     seed.
+//     seed. A turn kept through several compactions in a row is vouched
+//     for when each compaction in the row was, when the request that
+//     compacted it was decided (Compaction.Through, at most MaxThrough);
+//     a compaction request holding the earlier block alone vouches through
+//     it only when that block's last replaced message was an assistant's
+//     (see swap).
 //   - cache.firstChange: "system" when the seed (system or tools) differs;
 //     a position inside the owner's request otherwise; "" when this request
 //     only appends to the owner's (a block appended to the owner's last
@@ -281,8 +297,7 @@ type tblock struct {
 	in *Stamp
 
 	chain      Digest // chain(b) as sent (recomputed after dropped messages)
-	kept0      Digest // chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
-	hasKept0   bool
+	kept0      bool   // the stamp's chain is chain(b) as sent with the compaction block expanded to what it replaced (keptChains)
 	reason     Reason // "" while valid
 	pred       Digest
 	stamped    bool
@@ -306,10 +321,7 @@ func Compile(in CompileInput) (*Compiled, error) {
 	if models == nil {
 		models = DefaultModelTable()
 	}
-	binds := models.Binds(req.Model)
-	if in.BindsThinking != nil {
-		binds = *in.BindsThinking
-	}
+	binds := TargetBinds(models, req.Model, in.BindsThinking)
 	out := &Compiled{ID: in.ID, Bound: req.Bound, Binds: binds, Engaged: in.Engaged}
 	out.FirstAfterEngagement = in.Engaged && (in.Owner == nil || !in.Owner.Engaged)
 	if !req.Bound {
@@ -351,6 +363,11 @@ type decider struct {
 	lastMinter string
 	lastKnown  bool
 	last       minterFacts
+
+	// through is throughChains as the last keptChains found it, fresh
+	// while the messages dropped are those it saw (drop)
+	through      []Digest
+	throughFresh bool
 }
 
 // minterFacts is what the decision asks of a block's minting model.
@@ -587,15 +604,17 @@ func (d *decider) attributeMessage(from, to int) {
 	}
 }
 
-// keptChains gives the thinking blocks after an on-demand compaction block
-// their second chain: the chain as sent with the block expanded to the
-// messages it replaced (Compaction.Chain), which is what a kept turn's stamp
-// was minted under. binding.md restarts the chain at every compaction block;
-// the provider accepts the swap for kept turns (preserved-thinking.md 6,
-// scenario 36; the provider's compaction-thinking-blocks page), so a block
-// whose stamp matches this chain is as valid as one matching the restarted
-// chain (thinking minted with the block in place). Only when all hold
-// (the page's conditions, read conservatively):
+// keptChains marks the thinking blocks after an on-demand compaction block
+// whose stamp matches their second chain: the chain as sent with the block
+// expanded to the messages it replaced (Compaction.Chain), which is what a
+// kept turn's stamp was minted under, or, for a turn kept through several
+// compactions in a row, with each compaction in the row expanded in turn
+// (Compaction.Through). binding.md restarts the chain at every compaction
+// block; the provider accepts the swap for kept turns (preserved-thinking.md
+// 6, scenario 36; the provider's compaction-thinking-blocks page), so such
+// a block is as valid as one matching the restarted chain (thinking minted
+// with the block in place). Only when all hold (the page's conditions,
+// read conservatively, for every compaction in the row):
 //   - the block is in the documented shape (swapMessage) and bindery
 //     recorded it when it accepted the compaction request (an unknown block
 //     keeps the restart: bindery cannot say what it replaced);
@@ -607,32 +626,24 @@ func (d *decider) attributeMessage(from, to int) {
 //     kept thinking); the request's own seed is then checked as for any
 //     block (seed-changed, not a release).
 //
-// The record's chain is its compile's chain as sent, itself restarted at any
-// earlier compaction block, so a turn kept through two compactions matches
-// only if it was minted after the first (decision: stripped otherwise, safe).
-// The compaction request's model must bind (Accept records nothing else).
-// Only blocks that need it get the second chain: it costs one step per
-// message up to the last of them.
+// The earlier compactions of a row were checked when the compaction
+// request that replaced them was decided (throughChains): its Through holds
+// only what they vouched for. The compaction request's model must bind
+// (Accept records nothing else). Only blocks that need it are checked: it
+// costs one step per message and compaction up to the last of them.
 func (d *decider) keptChains() {
 	for i := range d.tb {
-		d.tb[i].hasKept0 = false
+		d.tb[i].kept0 = false
 	}
-	m := swapMessage(d.req)
-	if m == nil || len(d.in.Compactions) == 0 {
+	d.through, d.throughFresh = nil, true
+	c, first := d.swap()
+	if c == nil {
 		return
 	}
-	c, ok := d.in.Compactions[m.Blocks[0].Digest]
-	if !ok {
-		return
-	}
-	msgs := d.req.Messages
-	first := 1
-	for first < len(msgs) && d.dropped[first] {
-		first++
-	}
-	if first >= len(msgs) || msgs[first].Role == c.LastRole || msgs[first].Role == "system" {
-		return
-	}
+	// The record's Through (throughChains) is the same walk taken to the
+	// end: taken here, a compile after a compaction steps its chain once
+	// per compaction, not twice.
+	through := c.Seed == d.req.Seed
 	last := -1
 	for i := range d.tb {
 		t := &d.tb[i]
@@ -643,12 +654,17 @@ func (d *decider) keptChains() {
 			last = i
 		}
 	}
-	if last < 0 {
+	if last < 0 && !through {
 		return
 	}
-	h := c.Chain
+	var hs [1 + MaxThrough]Digest
+	n := copy(hs[:], append([]Digest{c.Chain}, c.Through...))
+	if through {
+		n = min(n, MaxThrough)
+	}
+	msgs := d.req.Messages
 	ti := 0
-	for i := first; i < len(msgs) && ti <= last; i++ {
+	for i := first; i < len(msgs) && (through || ti <= last); i++ {
 		if d.dropped[i] {
 			for ti < len(d.tb) && d.tb[ti].msg == i {
 				ti++
@@ -659,18 +675,102 @@ func (d *decider) keptChains() {
 			ti++
 		}
 		start := ti
-		h = msgs[i].StepFrom(h, func(j int, before Digest) {
-			for k := start; k < len(d.tb) && d.tb[k].msg == i; k++ {
-				if d.tb[k].blk == j {
-					st := d.stamp(&d.tb[k])
-					d.tb[k].kept0, d.tb[k].hasKept0 = before, st != nil && st.Seed == c.Seed
+		for k := range n {
+			hs[k] = msgs[i].StepFrom(hs[k], func(j int, before Digest) {
+				for x := start; x < len(d.tb) && d.tb[x].msg == i; x++ {
+					if t := &d.tb[x]; t.blk == j {
+						if st := d.stamp(t); st != nil && st.Seed == c.Seed && st.Chain == before {
+							t.kept0 = true
+						}
+					}
 				}
-			}
-		})
+			})
+		}
 		for ti < len(d.tb) && d.tb[ti].msg == i {
 			ti++
 		}
 	}
+	if through {
+		d.through = slices.Clone(hs[:n])
+	}
+}
+
+// MaxThrough bounds Compaction.Through: how many compactions in a row a
+// kept turn is vouched for through (beyond it, stripped: safe). Each costs
+// one more step of the chain per message of a request that starts with
+// the latest compaction block.
+const MaxThrough = 4
+
+// swap returns the record of the request's on-demand compaction block and
+// the index of the first message sent after it, when bindery vouches for
+// kept turns across it (keptChains' conditions, the seed aside); nil
+// otherwise.
+func (d *decider) swap() (*Compaction, int) {
+	m := swapMessage(d.req)
+	if m == nil || len(d.in.Compactions) == 0 {
+		return nil, 0
+	}
+	c, ok := d.in.Compactions[m.Blocks[0].Digest]
+	if !ok {
+		return nil, 0
+	}
+	msgs := d.req.Messages
+	first := 1
+	for first < len(msgs) && d.dropped[first] {
+		first++
+	}
+	switch {
+	case first >= len(msgs):
+		// Nothing after the block: a compaction request that summarizes
+		// the earlier block alone. The first message kept after the new
+		// block is then the first kept after this one too, and is checked
+		// only against the new block's last replaced role, the role of
+		// this message: vouched for only when that is this block's own
+		// (decision; the other way no message could pass both checks).
+		if c.LastRole != msgs[0].Role {
+			return nil, 0
+		}
+	case msgs[first].Role == c.LastRole || msgs[first].Role == "system":
+		return nil, 0
+	}
+	return &c, first
+}
+
+// recordThrough is CompileRecord.Through: the last keptChains' when the
+// messages dropped have not changed since, else worked out again.
+func (d *decider) recordThrough() []Digest {
+	if d.throughFresh {
+		return d.through
+	}
+	return d.throughChains()
+}
+
+// throughChains is CompileRecord.Through: this request's chain as sent at
+// its end with its compaction block expanded to what it replaced, then
+// with each compaction of the row before it expanded too, nearest first;
+// nil when bindery does not vouch for kept turns across the block, or when
+// the request's seed is not the compaction request's (a kept turn's
+// thinking must share its seed with every compaction in the row, so such
+// a request, were it a compaction request, could vouch for none).
+func (d *decider) throughChains() []Digest {
+	c, first := d.swap()
+	if c == nil || c.Seed != d.req.Seed {
+		return nil
+	}
+	out := append([]Digest{c.Chain}, c.Through...)
+	if len(out) > MaxThrough {
+		out = out[:MaxThrough]
+	}
+	msgs := d.req.Messages
+	for i := first; i < len(msgs); i++ {
+		if d.dropped[i] {
+			continue
+		}
+		for k := range out {
+			out[k] = msgs[i].StepFrom(out[k], nil)
+		}
+	}
+	return out
 }
 
 // verdicts gives every thinking block its individual verdict (binding.md
@@ -714,136 +814,13 @@ func (d *decider) verdicts() {
 			t.reason = ReasonModelUnreadable
 		case !d.minter(st.Model).binds:
 			t.reason = ReasonModelUnbound
-		case st.Chain != t.chain && (!t.hasKept0 || st.Chain != t.kept0):
+		case st.Chain != t.chain && !t.kept0:
 			t.reason = ReasonPrefixChanged
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
 		}
 		if t.signed && !t.dup && !t.unreadable {
 			prev = t.key
-		}
-	}
-}
-
-// choose picks the kept set among individually valid blocks: a chain of
-// blocks each naming the previous as its predecessor; the latest assistant
-// message's thinking all or nothing; the chain keeping that message's
-// thinking if any does, else the longest, then the one ending latest. A
-// valid block the target cannot read (only when the target does not bind)
-// is outside the run: the provider drops it unread, so it neither links nor
-// breaks the chain, and it is kept (it comes back for a model that reads
-// it).
-func (d *decider) choose() {
-	n := len(d.tb)
-	parent := ints(d.mem.parent, n)
-	depth := ints(d.mem.depth, n)
-	d.mem.parent, d.mem.depth = parent, depth
-	cand := func(i int) bool { t := &d.tb[i]; return t.reason == "" && !t.unreadable }
-	// A block's parent is the last candidate whose key is its pred. In a
-	// chain that is the candidate just before it, found without a map; the
-	// index of every candidate's key is built only at the first block whose
-	// pred is another (a long conversation's decision filled it with every
-	// key, each round, to look up only its neighbour's).
-	idx := d.mem.idx
-	if len(idx) > 0 {
-		clear(idx) // choose runs once per round of the fixed point
-	}
-	indexed := false
-	last := -1 // the last candidate before i
-	for i := 0; i < n; i++ {
-		parent[i] = -1
-		if !cand(i) {
-			continue
-		}
-		t := &d.tb[i]
-		p, ok := -1, false
-		switch {
-		case t.pred.IsZero():
-		case last >= 0 && d.tb[last].key == t.pred:
-			p, ok = last, true
-		default:
-			if !indexed {
-				if idx == nil {
-					idx = make(map[Digest]int, n)
-					d.mem.idx = idx
-				}
-				for j := 0; j < i; j++ {
-					if cand(j) {
-						idx[d.tb[j].key] = j
-					}
-				}
-				indexed = true
-			}
-			p, ok = idx[t.pred]
-		}
-		if ok {
-			parent[i] = p
-			depth[i] = depth[p] + 1
-		} else {
-			depth[i] = 1
-		}
-		if indexed {
-			idx[t.key] = i
-		}
-		last = i
-	}
-	// The latest assistant message's thinking blocks: the last ones.
-	lfrom := n
-	for lfrom > 0 && d.tb[lfrom-1].msg == d.latest {
-		lfrom--
-	}
-	end := -1
-	if lfrom < n {
-		whole := true
-		for i := lfrom; i < n; i++ {
-			if !cand(i) || (i > lfrom && parent[i] != i-1) {
-				whole = false
-				break
-			}
-		}
-		if whole {
-			end = n - 1
-		}
-	}
-	if end < 0 {
-		best := 0
-		for i := 0; i < lfrom; i++ {
-			if cand(i) && depth[i] >= best {
-				best, end = depth[i], i
-			}
-		}
-	}
-	for i := end; i >= 0; i = parent[i] {
-		d.tb[i].kept = true
-	}
-	for i := range d.tb {
-		t := &d.tb[i]
-		if t.reason == "" && !t.kept {
-			if t.unreadable {
-				t.kept = true // non-binding target: outside the run
-			} else {
-				t.reason = ReasonGap
-			}
-		}
-	}
-	// A kept unreadable block in the latest assistant message would be a
-	// partial keep there if the rest went: the message has one minting
-	// model, so this only guards a host that spliced messages.
-	if lfrom < n {
-		any, all := false, true
-		for i := lfrom; i < n; i++ {
-			if d.tb[i].kept {
-				any = true
-			} else {
-				all = false
-			}
-		}
-		if any && !all {
-			for i := lfrom; i < n; i++ {
-				if t := &d.tb[i]; t.kept {
-					t.kept, t.reason = false, ReasonGap
-				}
-			}
 		}
 	}
 }
@@ -871,6 +848,9 @@ func (d *decider) drop() bool {
 			changed = true
 		}
 	}
+	if changed {
+		d.throughFresh = false
+	}
 	return changed
 }
 
@@ -880,7 +860,7 @@ func (d *decider) finish(out *Compiled) {
 	rec := &CompileRecord{
 		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
 		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
-		Seed: d.req.Seed, End: d.end,
+		Seed: d.req.Seed, End: d.end, Through: d.recordThrough(),
 	}
 	for i := len(d.req.Messages) - 1; i >= 0; i-- {
 		if !d.dropped[i] {
@@ -905,7 +885,7 @@ func (d *decider) finish(out *Compiled) {
 			continue
 		}
 		out.Strips = append(out.Strips, Strip{Pos: p, Key: t.key, Reason: t.reason, Tokens: t.tokens})
-		if t.reason.Releases() && t.signed && !t.dup {
+		if t.reason.Releases() && t.signed && !t.dup && (d.binds || t.reason != ReasonGap) {
 			rec.Strips = append(rec.Strips, Release{Key: t.key, Reason: string(t.reason), Compile: in.ID, Message: t.msg, Path: p.Path()})
 		}
 	}

@@ -422,8 +422,9 @@ func TestBindsThinkingFalse(t *testing.T) { // seed: a target that does not bind
 	// Released stays released.
 	s.rel["main"] = map[Digest]bool{key("S2"): true}
 	c, _ = s.compileOpt(copt{binds: &no}, body(opus55, "sys", append(h, r3, u("u4"))))
-	// S3 read S2: with S2 out, S1 and S3 are no run; the latest message's wins.
-	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 released")
+	// S3 read S2: with S2 out, S1 and S3 are no run, but a target that
+	// does not bind has no run rule (choose.go): both stay.
+	expectStrips(t, c, "messages.3.content.0 released")
 	// The table's default for a non-binding model.
 	c, _ = s.compile(body("claude-sonnet-5-20260601", "sys", append(h, r3, u("u4"))))
 	if c.Binds {
@@ -582,29 +583,6 @@ func TestStampsByPosition(t *testing.T) {
 	}
 }
 
-func TestLatestRunBeatsLongerChain(t *testing.T) {
-	// A<-B<-C is longer, but D (the latest assistant message, minted with
-	// nothing read) can only be kept alone: the latest run wins.
-	h := []string{u("1"), a(th("A"), tx("x")), u("2"), a(th("B"), tx("x")), u("3"), a(th("C"), tx("x")), u("4"), a(th("D"), tu("t")), tr("t", "r")}
-	req, _ := ParseRequest(body(opus55, "sys", h))
-	st := map[Digest]*Stamp{}
-	pred := map[string]string{"A": "", "B": "A", "C": "B", "D": ""}
-	for i := 1; i < len(h)-1; i += 2 {
-		b := req.Messages[i].Blocks[0]
-		sig := string("ABCD"[i/2])
-		var p Digest
-		if pred[sig] != "" {
-			p = key(pred[sig])
-		}
-		st[b.Key] = &Stamp{Key: b.Key, Seed: req.Seed, Chain: b.Chain, Pred: p, Model: opus55}
-	}
-	c, _ := Compile(CompileInput{ID: "x", Request: req, Engaged: true, Stamps: StampsFor(req, st)})
-	expectStrips(t, c, "messages.1.content.0 gap", "messages.3.content.0 gap", "messages.5.content.0 gap")
-	if !slices.Equal(c.Kept, []Digest{key("D")}) {
-		t.Fatalf("kept %v", c.Kept)
-	}
-}
-
 func maps(m map[Digest]*Stamp) map[Digest]*Stamp {
 	o := map[Digest]*Stamp{}
 	for k, v := range m {
@@ -654,5 +632,40 @@ func TestRefusedCompileIgnoredByAttribution(t *testing.T) {
 	expectStrips(t, c, "messages.3.content.0 released")
 	if !slices.Equal(c.Kept, []Digest{key("S1"), key("S3")}) {
 		t.Fatalf("kept %v", c.Kept)
+	}
+}
+
+// TestRotatingImageURLStrips: the provider judges a URL image by the bytes
+// it fetches, which bindery cannot see; a URL whose signed query rotates is
+// a changed prefix to bindery, so the thinking after it is stripped (the
+// README says what a host can send instead: a Files API file_id or a
+// base64 source, which keep it).
+func TestRotatingImageURLStrips(t *testing.T) {
+	img := func(src string) string {
+		return `{"role":"user","content":[{"type":"image","source":` + src + `},{"type":"text","text":"look"}]}`
+	}
+	for _, tc := range []struct {
+		name      string
+		was, is   string
+		wantStrip bool
+	}{
+		{"rotated signed URL", `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, `{"type":"url","url":"https://cdn.example/a.png?X-Sig=bbb"}`, true},
+		{"same URL", `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, `{"type":"url","url":"https://cdn.example/a.png?X-Sig=aaa"}`, false},
+		{"Files API file_id", `{"type":"file","file_id":"file_011"}`, `{"type":"file","file_id":"file_011"}`, false},
+		{"base64, sent the same", `{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}`, `{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t)
+			h := []string{img(tc.was)}
+			r1 := a(th("I1"), tx("a picture"))
+			s.round(opus55, "sys", h, r1)
+			h = []string{img(tc.is), r1, u("and?")}
+			c, _ := s.compile(body(opus55, "sys", h))
+			if tc.wantStrip {
+				expectStrips(t, c, "messages.1.content.0 prefix-changed")
+			} else {
+				expectStrips(t, c)
+			}
+		})
 	}
 }

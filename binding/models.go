@@ -218,6 +218,19 @@ func (t *ModelTable) Binds(model string) bool {
 	return r == nil || r.Binds
 }
 
+// TargetBinds is a compile's resolved bindsThinking: the host's override
+// when it gives one, else whether the model table says model binds (nil
+// models: DefaultModelTable()).
+func TargetBinds(models *ModelTable, model string, override *bool) bool {
+	if override != nil {
+		return *override
+	}
+	if models == nil {
+		models = DefaultModelTable()
+	}
+	return models.Binds(model)
+}
+
 // Reads reports whether target can read thinking blocks minted by minter.
 // A model always reads blocks minted by the same normalized model, on any
 // route (signatures are portable across platforms).

@@ -27,6 +27,7 @@ type Parser struct {
 	// (such a message is never remembered in the Memo).
 	foreign    string
 	msgForeign bool
+	manual     bool // Converse: additionalModelRequestFields.thinking.type is "enabled"
 	// converse: the body is being read as Bedrock Converse (converse.go);
 	// untyped: a Messages read met a content block without a string type.
 	converse bool
@@ -150,7 +151,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	c := &p.c
 	*c = canon{in: body, out: c.out[:0], kbuf: c.kbuf[:0], tmp: c.tmp[:0], mem: c.mem[:0]}
 	p.blocks, p.bstart, p.msgs = nil, p.bstart[:0], nil
-	p.foreign, p.untyped = "", false
+	p.foreign, p.untyped, p.manual = "", false, false
 	p.known, p.inPlace = 0, false
 	clear(p.memoOf)
 	p.memoOf = p.memoOf[:0]
@@ -244,6 +245,9 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 				if string(key) == p.modelKey() && body[vstart] == '"' {
 					r.Model = string(p.decoded(Span{vstart, c.pos}))
 				}
+				if string(key) == "thinking" && !p.converse {
+					r.Manual = manualThinking(body, vstart)
+				}
 				if why := foreignTopKey(key); why != "" && p.foreign == "" {
 					p.foreign = why
 				}
@@ -278,6 +282,7 @@ func (p *Parser) parse(body []byte) (*Request, error) {
 	}
 	r.Converse = p.converse
 	if p.converse {
+		r.Manual = p.manual
 		r.Seed = converseSeedDigest(hasSys, sys, hasTools, tools, hasNative, native)
 	} else {
 		r.Seed = seedDigest(hasSys, sys, hasTools, tools)
@@ -746,6 +751,8 @@ func (p *Parser) content() error {
 				b.Kind = KindRedacted
 			case "compaction":
 				b.Kind = KindCompaction
+			case "tool_result":
+				b.Result = true
 			}
 		}
 		switch b.Kind {
@@ -773,6 +780,20 @@ func (p *Parser) content() error {
 			return err
 		}
 	}
+}
+
+// manualThinking reports whether the valid value at start is a thinking
+// configuration object whose type is "enabled".
+func manualThinking(in []byte, start int) bool {
+	if in[start] != '{' {
+		return false
+	}
+	for k, v, e, i, ok := nextMember(in, start+1); ok; k, v, e, i, ok = nextMember(in, i) {
+		if rawKeyIs(k, "type") {
+			return in[v] == '"' && string(decodeString(nil, in[v:e])) == "enabled"
+		}
+	}
+	return false
 }
 
 // blockKey is the SHA-256 of the decoded signature (thinking) or data

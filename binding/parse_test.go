@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -459,6 +460,38 @@ func TestParseRequestDepth(t *testing.T) {
 		}
 		if extra == maxDepth-6 && err != nil {
 			t.Fatalf("depth exactly %d refused: %v", maxDepth, err)
+		}
+	}
+}
+
+// TestParseManualAndToolResults: what choose.go's exception reads, from a
+// Messages body and from a Converse one: thinking.type "enabled" (however
+// spelled) and tool_result blocks.
+func TestParseManualAndToolResults(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		manual bool
+		result []bool // the last message's blocks
+	}{
+		{`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"},{"type":"text","text":"x"}]}]}`, true, []bool{true, false}},
+		{`{"model":"m","thinking":{"budget_tokens":1024,"type":"en\u0061bled"},"messages":[{"role":"user","content":"x"}]}`, true, nil},
+		{`{"model":"m","thinking":{"type":"adaptive"},"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}]}`, false, []bool{true}},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"tool_result"}]}]}`, false, []bool{false}},
+		{`{"modelId":"anthropic.claude-opus-5-5-v1:0","additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"messages":[{"role":"user","content":[{"toolResult":{"toolUseId":"t","content":[{"text":"r"}]}},{"cachePoint":{"type":"default"}}]}]}`, true, []bool{true, false}},
+		{`{"modelId":"anthropic.claude-opus-5-5-v1:0","messages":[{"role":"user","content":[{"text":"toolResult"}]}]}`, false, []bool{false}},
+	} {
+		r, err := ParseRequest([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		var got []bool
+		if n := len(r.Messages); n > 0 {
+			for _, b := range r.Messages[n-1].Blocks {
+				got = append(got, b.Result)
+			}
+		}
+		if r.Manual != tc.manual || !slices.Equal(got, tc.result) {
+			t.Errorf("%s: Manual %v results %v, want %v %v", tc.body, r.Manual, got, tc.manual, tc.result)
 		}
 	}
 }

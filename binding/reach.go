@@ -26,6 +26,12 @@ package binding
 //     the fork; a fork of a fork is bounded by the smaller of the two
 //     (TestReleasedOnForkChain). The chain is followed at most MaxForkDepth
 //     links.
+//   - No gap release reaches a target that does not bind (NotBinding),
+//     whoever made it: such a target has no run rule, and a gap release
+//     recorded for one before issue 31 would keep a block stripped there
+//     for good. The store keeps them (they still reach a target that binds),
+//     so a database written before needs no migration
+//     (TestReleasedOnNotBinding).
 
 // SignatureBranch is the branch a release by signature is recorded on: it
 // scopes the release to every branch of the conversation.
@@ -78,6 +84,11 @@ type ReachInput struct {
 	Releases []BranchRelease // the conversation's own
 	Tree     *ReleaseTree    // nil: not a pi session tree
 	Forks    []*Fork         // forks it descends from, nearest first
+	// NotBinding: the decided target does not bind (TargetBinds), so no
+	// gap release reaches it: such a target has no run rule and records no
+	// gap release (choose.go), and one recorded for it before issue 31, or
+	// on a target that binds, stands for a run rule it does not have.
+	NotBinding bool
 }
 
 // ReleasedOn returns which of keys (the thinking blocks a request holds)
@@ -104,6 +115,9 @@ func ReleasedOn(in ReachInput, keys []Digest) map[Digest]bool {
 	}
 	out := map[Digest]bool{}
 	for _, r := range in.Releases {
+		if in.NotBinding && r.Reason == string(ReasonGap) {
+			continue
+		}
 		if want(r.Key) && !out[r.Key] && Reaches(r, in.Branch, in.Tree) {
 			out[r.Key] = true
 		}
@@ -113,6 +127,9 @@ func ReleasedOn(in ReachInput, keys []Digest) map[Digest]bool {
 		for depth := 0; f != nil && depth < MaxForkDepth; depth++ {
 			upTo = min(upTo, f.UpTo)
 			for _, r := range f.Releases {
+				if in.NotBinding && r.Reason == string(ReasonGap) {
+					continue
+				}
 				if want(r.Key) && r.Order <= upTo && (f.Branch == "" || r.Branch == f.Branch || r.Branch == SignatureBranch) {
 					out[r.Key] = true
 				}

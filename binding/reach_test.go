@@ -138,3 +138,32 @@ func TestReleasedOnForkChain(t *testing.T) {
 		t.Fatalf("loop: %v", got)
 	}
 }
+
+// TestReleasedOnNotBinding: a target that does not bind is reached by no
+// gap release, on its branch or through a fork; every other release
+// reaches it as before, and a gap release still reaches a target that
+// binds (issue 31: one recorded for a target that does not bind, under the
+// old run rule, kept its block stripped there for good).
+func TestReleasedOnNotBinding(t *testing.T) {
+	gap, host, prefix, forked := Digest{1}, Digest{2}, Digest{3}, Digest{4}
+	in := ReachInput{Branch: "main", Releases: []BranchRelease{
+		{Release: Release{Key: gap, Reason: string(ReasonGap)}, Branch: "main", Order: 1},
+		{Release: Release{Key: host, Reason: ReleaseHost}, Branch: SignatureBranch, Order: 2},
+		{Release: Release{Key: prefix, Reason: string(ReasonPrefixChanged)}, Branch: "main", Order: 3},
+	}, Forks: []*Fork{{Branch: "up", UpTo: ForkNow, Releases: []BranchRelease{
+		{Release: Release{Key: forked, Reason: string(ReasonGap)}, Branch: "up", Order: 1},
+	}}}}
+	keys := []Digest{gap, host, prefix, forked}
+	all := ReleasedOn(in, keys)
+	if len(all) != 4 {
+		t.Fatalf("binding target: released %v", all)
+	}
+	in.NotBinding = true
+	got := ReleasedOn(in, keys)
+	if len(got) != 2 || !got[host] || !got[prefix] {
+		t.Fatalf("target that does not bind: released %v", got)
+	}
+	if got := ReleasedOn(in, nil); len(got) != 2 {
+		t.Fatalf("every key: released %v", got)
+	}
+}

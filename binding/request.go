@@ -33,6 +33,7 @@ type Block struct {
 	Chain  Digest // chain(b): the message chain just before this block (for a compaction block: before the reset)
 	Key    Digest // thinking: SHA-256 of signature; redacted: SHA-256 of data; zero otherwise
 	Signed bool   // thinking with a non-empty signature, redacted with non-empty data, or compaction with a non-empty signature
+	Result bool   // a "tool_result" block (Converse: {toolResult}); a user message of these alone continues a tool-use cycle (choose.go)
 	Tokens int    // estimated tokens of the block (for reports)
 }
 
@@ -57,6 +58,11 @@ type Request struct {
 	// Converse: the body is a Bedrock Converse request (converse.go).
 	Converse bool
 	Model    string // the "model" field (Converse: "modelId")
+	// Manual: thinking.type is "enabled" (Converse: in
+	// additionalModelRequestFields), manual thinking, where the final
+	// assistant turn of an open tool-use cycle must begin with its
+	// thinking (choose.go).
+	Manual   bool
 	Seed     Digest // system + non-deferred tools, as values
 	Messages []Message
 

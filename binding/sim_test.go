@@ -92,11 +92,16 @@ type simStats struct {
 	violations       map[string]int
 	examples         []string
 	readings         map[judgetest.Reading]bool
+	// read and max: blocks the judge read in what bindery sent, against
+	// the most the provider would read of the host's request
+	// (judgetest.Max), by whether the target runs the prefix check.
+	read, max map[string]int
 }
 
 func newSimStats() *simStats {
 	return &simStats{accepts: map[string]int{}, ops: map[string]int{}, strips: map[string]int{}, necessary: map[string]int{},
-		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judgetest.Reading]bool{}}
+		forced: map[string]int{}, conservative: map[string]int{}, violations: map[string]int{}, preEngagement: map[string]int{}, readingDependent: map[string]int{}, exampleKinds: map[string]int{}, readings: map[judgetest.Reading]bool{},
+		read: map[string]int{}, max: map[string]int{}}
 }
 
 func (s *simStats) merge(o *simStats) {
@@ -108,7 +113,7 @@ func (s *simStats) merge(o *simStats) {
 	s.expected400 += o.expected400
 	for _, p := range []struct{ dst, src map[string]int }{{s.accepts, o.accepts}, {s.ops, o.ops}, {s.strips, o.strips},
 		{s.necessary, o.necessary}, {s.forced, o.forced}, {s.conservative, o.conservative}, {s.violations, o.violations},
-		{s.preEngagement, o.preEngagement}, {s.readingDependent, o.readingDependent}} {
+		{s.preEngagement, o.preEngagement}, {s.readingDependent, o.readingDependent}, {s.read, o.read}, {s.max, o.max}} {
 		for k, v := range p.src {
 			p.dst[k] += v
 		}
@@ -136,7 +141,24 @@ func fmtCounts(m map[string]int) string {
 	return b.String()
 }
 
+// kept is the blocks read against the maximum, per kind of target and
+// in all.
+func (s *simStats) kept() string {
+	var b strings.Builder
+	read, mx := 0, 0
+	for _, k := range []string{"checks", "no-check"} {
+		read, mx = read+s.read[k], mx+s.max[k]
+		fmt.Fprintf(&b, " %s=%d/%d (%.2f%%)", k, s.read[k], s.max[k], 100*float64(s.read[k])/float64(max(1, s.max[k])))
+	}
+	fmt.Fprintf(&b, " all=%d/%d (%.2f%%)", read, mx, 100*float64(read)/float64(max(1, mx)))
+	return b.String()
+}
+
 func (s *simStats) String() string {
+	return "blocks read against the judge's maximum:" + s.kept() + "\n" + s.string()
+}
+
+func (s *simStats) string() string {
 	return fmt.Sprintf("conversations=%d steps=%d compiles=%d readings=%d expected-bad-signature-400=%d\n accepts:%s\n ops:%s\n strips:%s\n   necessary (judge refuses too):%s\n   forced (judge accepts; allowed cause):%s\n   conservative (judge accepts under this reading; bindery's documented safe side):%s\n before engagement (passed through by design):%s\n after an earlier provider drop bindery could not account for:%s\n violations:%s",
 		s.conversations, s.steps, s.compiles, len(s.readings), s.expected400, fmtCounts(s.accepts), fmtCounts(s.ops),
 		fmtCounts(s.strips), fmtCounts(s.necessary), fmtCounts(s.forced), fmtCounts(s.conservative), fmtCounts(s.preEngagement), fmtCounts(s.readingDependent), fmtCounts(s.violations))
@@ -156,6 +178,11 @@ type host struct {
 	effort    string
 	openTools []string
 	reminder  int // message index holding a reminder to remove on the next turn, -1 if none
+
+	// noThinking: this request only, the host sends its history without
+	// any thinking (pi's compaction request, a retry without thinking):
+	// the reply is minted reading none
+	noThinking bool
 }
 
 func cloneJSON(v any) any {
@@ -235,6 +262,7 @@ type simConv struct {
 	id       string
 	behavior string // "", "error", "drop_block"
 	beta     bool
+	manual   bool // thinking.type "enabled" (else "adaptive")
 	engaged  bool
 	stamps   map[binding.Digest]*binding.Stamp
 	// compactions: what accepts recorded of on-demand compaction blocks.
@@ -290,6 +318,7 @@ func newSimConv(t testing.TB, c chooser, st *simStats, n int, reading judgetest.
 	case 4: // REC without the beta: nothing reported
 		newAccount = false
 	}
+	s.manual = pct(c, 25)
 	s.j = judgetest.New(judgetest.Options{Reading: reading, NewAccount: newAccount, Secret: []byte(s.id)})
 	h := &host{
 		system: []any{map[string]any{"type": "text", "text": "You are pi, a coding agent. Date: 2026-11-29."},
@@ -322,10 +351,37 @@ func (s *simConv) body(b *branch) []byte {
 		system = append(append([]any{}, system...), map[string]any{"type": "text", "text": "Heartbeat: check the inbox."})
 	}
 	th := map[string]any{"type": "adaptive"}
+	if s.manual {
+		th = map[string]any{"type": "enabled", "budget_tokens": 4096}
+	}
 	if s.behavior != "" {
 		th["block_binding"] = map[string]any{"prefix_mismatch_behavior": s.behavior}
 	}
-	top := map[string]any{"model": s.route(model), "max_tokens": 8192, "system": system, "tools": h.tools, "thinking": th, "messages": h.msgs}
+	msgs := h.msgs
+	if h.noThinking {
+		msgs = make([]any, len(h.msgs))
+		for i, mv := range h.msgs {
+			m := msgOf(mv)
+			cont, ok := m["content"].([]any)
+			if !ok {
+				msgs[i] = m
+				continue
+			}
+			c := map[string]any{}
+			for k, v := range m {
+				c[k] = v
+			}
+			var kept []any
+			for _, bv := range cont {
+				if !isThinkingBlock(bv) {
+					kept = append(kept, bv)
+				}
+			}
+			c["content"] = kept
+			msgs[i] = c
+		}
+	}
+	top := map[string]any{"model": s.route(model), "max_tokens": 8192, "system": system, "tools": h.tools, "thinking": th, "messages": msgs}
 	if h.effort != "" {
 		top["output_config"] = map[string]any{"effort": h.effort}
 	}
@@ -339,7 +395,7 @@ func (s *simConv) body(b *branch) []byte {
 // prepare applies this step's host-side changes before the request.
 func (s *simConv) prepare(b *branch) {
 	h, c := b.h, s.c
-	h.heartbeat = false
+	h.heartbeat, h.noThinking = false, false
 	if h.switched != "" {
 		h.switchFor--
 		if h.switchFor <= 0 {
@@ -397,6 +453,13 @@ func (s *simConv) prepare(b *branch) {
 	}
 	if len(h.openTools) == 0 && len(h.msgs) > 2 && pct(c, 3) {
 		s.compact(h)
+	}
+	if len(h.openTools) == 0 && pct(c, 4) && s.compactKeepTail(b) {
+		s.op("compaction-keep-tail")
+	}
+	if pct(c, 3) {
+		h.noThinking = true
+		s.op("host-sends-no-thinking-once")
 	}
 	if pct(c, 4) && s.pruneBeforeCompaction(h) {
 		s.op("prune-before-compaction")
@@ -488,6 +551,90 @@ func (s *simConv) compact(h *host) {
 	}
 	h.msgs = append(h.msgs, map[string]any{"role": "assistant", "content": []any{comp}})
 	s.op("compaction")
+}
+
+// compactKeepTail is an on-demand compaction sent through bindery: the
+// history up to a cut is the compaction request, and the block it returns
+// is sent in place of those messages, the later ones kept (their thinking
+// stays valid under the provider's conditions; bindery vouches for it when
+// it accepted the request). The cut falls where the kept tail begins with a
+// message of another role than the last summarized one and not "system".
+func (s *simConv) compactKeepTail(b *branch) bool {
+	h := b.h
+	var cuts []int
+	for k := 1; k+1 < len(h.msgs); k++ {
+		r0, r1 := msgOf(h.msgs[k-1])["role"], msgOf(h.msgs[k])["role"]
+		if r0 != r1 && r1 != "system" && (r0 != "user" || k < 2 || !isResults(h.msgs[k-1])) {
+			cuts = append(cuts, k)
+		}
+	}
+	if len(cuts) == 0 {
+		return false
+	}
+	k := cuts[s.c.Intn(len(cuts))]
+	full := h.msgs
+	h.msgs = full[:k]
+	body := s.body(b)
+	h.msgs = full
+	// The host never sends as the latest assistant message one whose
+	// thinking it trimmed itself (host-drops-*-thinking keep the latest
+	// message whole, but a cut can make an older one the latest).
+	facts, err := s.j.Facts(body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	last := latestAssistant(full[:k])
+	n := 0
+	for _, f := range facts {
+		if f.Path.Message == last {
+			if !f.SigOK || f.Index != n || f.Count != len(thinkingSitesOf(full[last])) {
+				return false
+			}
+			n++
+		}
+	}
+	req, out := s.compile(b, body)
+	res := s.j.Compact(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, fmt.Sprintf("Summary of %d messages.", k))
+	if res.Status != 200 {
+		// a signature the host corrupted (host-corrupts-signature) is its own
+		// 400: "messages.N.content.M: Invalid `signature` in `thinking` block"
+		if badSignature := strings.HasSuffix(res.Error, "` block"); out.Engaged && !badSignature {
+			s.violation("compaction-request-refused", res.Error)
+		}
+		return false
+	}
+	s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+	v, err := decodeJSON(res.Reply)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h.msgs = append([]any{v}, full[k:]...)
+	if h.reminder >= 0 {
+		h.reminder -= k - 1
+	}
+	return true
+}
+
+// thinkingSitesOf lists the thinking blocks of one message.
+func thinkingSitesOf(m any) []any {
+	var out []any
+	for _, bv := range contentOf(m) {
+		if isThinkingBlock(bv) {
+			out = append(out, bv)
+		}
+	}
+	return out
+}
+
+// isResults: a user message of tool results (a cut after it would leave
+// the tool_use that asked for them summarized and the cycle open).
+func isResults(m any) bool {
+	for _, bv := range contentOf(m) {
+		if b, ok := bv.(map[string]any); ok && b["type"] == "tool_result" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *simConv) pruneBeforeCompaction(h *host) bool {
@@ -658,7 +805,9 @@ func (s *simConv) compile(b *branch, body []byte) (*binding.Request, *binding.Co
 			stamps[k] = st
 		}
 	}
-	released := binding.ReleasedOn(s.reach(b), binding.StampKeys(req))
+	reach := s.reach(b)
+	reach.NotBinding = !binding.TargetBinds(nil, req.Model, nil)
+	released := binding.ReleasedOn(reach, binding.StampKeys(req))
 	comps := map[binding.Digest]binding.Compaction{}
 	for _, k := range binding.CompactionKeys(req) {
 		if c, ok := s.compactions[k]; ok {
@@ -955,6 +1104,20 @@ func (s *simConv) check(b *branch, body []byte, req *binding.Request, out *bindi
 		for _, f := range facts {
 			st, stamped := s.stamps[binding.Digest(f.Key)]
 			simTrace("  fact %s key=%x pred=%x haspred=%v minter=%s valid=%v readable=%v stamped=%v stamp.pred=%x", f.Path, f.Key[:3], f.Pred[:3], f.HasPred, f.Minter, f.Valid(), f.Readable, stamped, st.Pred[:3])
+		}
+	}
+	mx, err := s.j.Max(body)
+	if err != nil {
+		s.t.Fatalf("Max: %v", err)
+	}
+	target := "no-check"
+	if s.j.RunsCheck(req.Model) {
+		target = "checks"
+	}
+	s.st.max[target] += mx
+	for _, v := range res.Blocks {
+		if v.Fate == judgetest.FateRead {
+			s.st.read[target]++
 		}
 	}
 	at := map[binding.Pos]int{}
@@ -1487,6 +1650,85 @@ func judgedKeepTail(t *testing.T, r judgetest.Reading, behavior string, beta boo
 		}
 		if turn >= 5 && len(res.Read()) != wantRead {
 			t.Fatalf("turn %d: the model read %d thinking blocks, want %d", turn, len(res.Read()), wantRead)
+		}
+		s.check(b, body, req, out, res)
+		for kind, n := range st.violations {
+			t.Fatalf("turn %d: %d violations of kind %s: %v", turn, n, kind, st.examples)
+		}
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append(b.h.msgs, v)
+		s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+	}
+}
+
+// TestJudgedCompactionsInARow: two on-demand compactions in a row, the
+// second summarizing the first block and the first kept message: the turns
+// kept through both keep their thinking (issue 31; research 6: the
+// conditions hold for every compaction in the row, which the judge checks),
+// in every mode. The second compaction request sent under another system
+// prompt breaks every block minted before it: stripped, and the judge
+// agrees.
+func TestJudgedCompactionsInARow(t *testing.T) {
+	for _, mode := range []struct {
+		behavior string
+		beta     bool
+	}{{"", false}, {"error", true}, {"drop_block", true}} {
+		for _, variant := range []string{"", "heartbeat-second"} {
+			t.Run(mode.behavior+"/"+variant, func(t *testing.T) {
+				judgedInARow(t, judgetest.Documented(), mode.behavior, mode.beta, variant)
+			})
+		}
+	}
+}
+
+func judgedInARow(t *testing.T, r judgetest.Reading, behavior string, beta bool, variant string) {
+	st := newSimStats()
+	s := newSimConv(t, fixedChooser{}, st, 0, r)
+	s.behavior, s.beta = behavior, beta
+	s.j = judgetest.New(judgetest.Options{Reading: r, NewAccount: true, Secret: []byte("in-a-row")})
+	b := s.cur
+	b.h.model = "claude-fable-5-1"
+	compact := func(upto int, heartbeat bool, summary string) {
+		full := b.h.msgs
+		b.h.msgs = full[:upto]
+		b.h.heartbeat = heartbeat
+		body := s.body(b)
+		b.h.heartbeat = false
+		req, out := s.compile(b, body)
+		res := s.j.Compact(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, summary)
+		if res.Status != 200 {
+			t.Fatalf("compaction request: %d %s", res.Status, res.Error)
+		}
+		s.accept(b, pendingAccept{id: out.ID, reply: res.Reply, kind: "now"})
+		v, _ := decodeJSON(res.Reply)
+		b.h.msgs = append([]any{v}, full[upto:]...)
+	}
+	for turn := 1; turn <= 8; turn++ {
+		s.step = turn
+		switch turn {
+		case 5:
+			compact(4, false, "Summary of turns 1 and 2.") // [C1, u3, a3, u4, a4]
+		case 7:
+			compact(2, variant == "heartbeat-second", "Summary of turns 1 to 3, asked.") // [C2, a3, u4, a4, u5, a5, u6, a6]
+		}
+		b.h.msgs = append(b.h.msgs, map[string]any{"role": "user", "content": fmt.Sprintf("turn %d", turn)})
+		body := s.body(b)
+		req, out := s.compile(b, body)
+		res := s.j.Answer(judgetest.Call{Body: out.Rewrite(body, req), Beta: s.beta}, []judgetest.ReplyBlock{{Type: "thinking", Text: fmt.Sprint(turn)}, {Type: "text", Text: "ok"}})
+		if res.Status != 200 || len(res.Transformations) != 0 {
+			t.Fatalf("turn %d: %d %s %v", turn, res.Status, res.Error, res.Transformations)
+		}
+		wantRead := turn - 1
+		switch {
+		case turn >= 5 && turn < 7:
+			wantRead = turn - 3 // kept turns 3 and 4, and every later one
+		case turn >= 7 && variant == "":
+			wantRead = turn - 3 // the same, through both compactions
+		case turn >= 7:
+			wantRead = turn - 7 // only those minted after the second swap: every earlier one was minted under another system than it
+		}
+		if len(res.Read()) != wantRead {
+			t.Fatalf("turn %d: the model read %d thinking blocks, want %d (strips %v)", turn, len(res.Read()), wantRead, out.Strips)
 		}
 		s.check(b, body, req, out, res)
 		for kind, n := range st.violations {

@@ -96,6 +96,12 @@ type Compaction struct {
 	Seed     Digest // the compaction request's seed: kept thinking holds only if it was minted under the same one
 	LastRole string // role of the last message replaced: the first kept message must differ (else the API merges them)
 	Compile  string // the compile whose reply the block was
+	// Through: when the compaction request itself began with an earlier
+	// compaction block bindery vouched for, what the block replaced with
+	// that earlier block expanded (then with the one before it, and so on,
+	// nearest first, at most MaxThrough): the chains a turn kept through
+	// several compactions in a row was minted under (CompileRecord.Through).
+	Through []Digest
 }
 
 // KeptBlock is a thinking block a compile sent, in request order.
@@ -150,6 +156,7 @@ type CompileRecord struct {
 	Seed     Digest        // the request's seed
 	End      Digest        // message chain at the end of what was sent
 	LastRole string        // role of the last message sent ("" when none): what an on-demand compaction of this request ends on
+	Through  []Digest      // End with the request's compaction block expanded, and each before it (Compaction.Through); nil: none
 	LastRead Digest        // key of the last thinking block the target read (zero: none); at accept, provider drops are subtracted
 	Kept     []KeptBlock   // thinking blocks sent, in order
 	Sent     []SentMessage // messages sent, in order

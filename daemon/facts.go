@@ -88,7 +88,7 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	if f.stamps, err = b.stamps(ctx, c, keys); err != nil {
 		return nil, err
 	}
-	if f.released, err = b.released(ctx, c, f, call, keys); err != nil {
+	if f.released, err = b.released(ctx, c, f, call, req.Model, keys); err != nil {
 		return nil, err
 	}
 	for e := range c.recorded {
@@ -276,12 +276,15 @@ func (b *Binder) branchPath(ctx context.Context, c *conv, branch string, session
 // released decides which of keys (the request's thinking blocks) are
 // released on the compile's branch (binding.ReleasedOn), from the
 // conversation's releases, pi's tree where the conversation is a pi
-// session, and the forks it descends from.
-func (b *Binder) released(ctx context.Context, c *conv, f *compileFacts, call *api.CompileCall, keys []binding.Digest) (map[binding.Digest]bool, error) {
+// session, and the forks it descends from. No gap release reaches a
+// target that does not bind (model, or the host's override), whenever it
+// was recorded: a database written before issue 31 needs no migration.
+func (b *Binder) released(ctx context.Context, c *conv, f *compileFacts, call *api.CompileCall, model string, keys []binding.Digest) (map[binding.Digest]bool, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	in := binding.ReachInput{Branch: call.Branch, Releases: branchReleases(c.releases)}
+	in := binding.ReachInput{Branch: call.Branch, Releases: branchReleases(c.releases),
+		NotBinding: !binding.TargetBinds(b.models, model, call.BindsThinking)}
 	if f.path.pi {
 		tree, err := b.releaseTree(ctx, c, f.path, call.Branch, keys)
 		if err != nil {

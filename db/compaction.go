@@ -19,9 +19,13 @@ func (t *Tx) InsertCompactions(ctx context.Context, conversation string, cs []bi
 	tx := t.tx
 	n := 0
 	for _, c := range cs {
-		res, err := tx.ExecContext(ctx, `INSERT INTO compactions (key, chain, seed, last_role, compile, conversation, created_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
-			c.Key[:], c.Chain[:], c.Seed[:], c.LastRole, c.Compile, conversation, createdMs)
+		var through []byte // NULL: none
+		for _, d := range c.Through {
+			through = append(through, d[:]...)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO compactions (key, chain, seed, last_role, compile, conversation, created_ms, through)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+			c.Key[:], c.Chain[:], c.Seed[:], c.LastRole, c.Compile, conversation, createdMs, through)
 		if err != nil {
 			return n, fmt.Errorf("insert compaction: %w", err)
 		}
@@ -38,9 +42,9 @@ func (d *DB) Compactions(ctx context.Context, keys []binding.Digest) (map[bindin
 	out := make(map[binding.Digest]binding.Compaction, len(keys))
 	for _, k := range keys {
 		var c binding.Compaction
-		var key, chain, seed []byte
-		err := d.readRow(ctx, `SELECT key, chain, seed, last_role, compile FROM compactions WHERE key = ?`, k[:]).
-			Scan(&key, &chain, &seed, &c.LastRole, &c.Compile)
+		var key, chain, seed, through []byte
+		err := d.readRow(ctx, `SELECT key, chain, seed, last_role, compile, through FROM compactions WHERE key = ?`, k[:]).
+			Scan(&key, &chain, &seed, &c.LastRole, &c.Compile, &through)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -50,6 +54,12 @@ func (d *DB) Compactions(ctx context.Context, keys []binding.Digest) (map[bindin
 		copy(c.Key[:], key)
 		copy(c.Chain[:], chain)
 		copy(c.Seed[:], seed)
+		if len(through)%32 != 0 {
+			return nil, fmt.Errorf("read compaction: through of %d bytes", len(through))
+		}
+		for ; len(through) > 0; through = through[32:] {
+			c.Through = append(c.Through, binding.Digest(through[:32]))
+		}
 		out[c.Key] = c
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/my-pi/bindery/binding"
@@ -31,7 +32,31 @@ func TestCompactionsFirstWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[first.Key] != first {
+	if len(got) != 1 || !reflect.DeepEqual(got[first.Key], first) {
 		t.Fatalf("compactions %+v, want only %+v", got, first)
+	}
+}
+
+// TestCompactionsThrough: a compaction's Through round-trips through the
+// store, nearest first; a row without one (every row written before
+// migration 012) reads as none.
+func TestCompactionsThrough(t *testing.T) {
+	d := mustOpen(t)
+	with := binding.Compaction{Key: bdigest("c2"), Chain: bdigest("chain2"), Seed: bdigest("seed"), LastRole: "user", Compile: "c2",
+		Through: []binding.Digest{bdigest("through1"), bdigest("through0")}}
+	without := binding.Compaction{Key: bdigest("c1"), Chain: bdigest("chain1"), Seed: bdigest("seed"), LastRole: "user", Compile: "c1"}
+	err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		_, err := tx.InsertCompactions(ctx, "conv", []binding.Compaction{with, without}, 7)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Compactions(t.Context(), []binding.Digest{with.Key, without.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got[with.Key], with) || !reflect.DeepEqual(got[without.Key], without) || got[without.Key].Through != nil {
+		t.Fatalf("compactions %+v, want %+v and %+v", got, with, without)
 	}
 }

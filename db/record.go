@@ -16,8 +16,10 @@ import (
 // binding.CompileRecord gains a field this codec does not carry. Format 2
 // is format 1 followed by LastRole; format 1 blobs still read (LastRole "").
 // Format 3 (recordChunked) is format 2 with its Sent and Kept partly in
-// record_chunks (record_chunks.go).
-const recordFormat = 2
+// record_chunks (record_chunks.go). Formats 4 and 5 are 2 and 3 followed
+// by Through (its count, then the digests); formats 1 to 3 still read
+// (Through nil).
+const recordFormat = 4
 
 func encodeRecord(r *binding.CompileRecord) []byte {
 	b := make([]byte, 0, 160+len(r.Kept)*48+len(r.Sent)*32+len(r.Strips)*80)
@@ -47,8 +49,12 @@ func encodeRecordChunked(r *binding.CompileRecord, src ChunkSource) (blob []byte
 }
 
 // recordChunked is the format of a record stored in chunks: the head,
-// the chunks' hashes, then as format 2 from Kept on.
-const recordChunked = 3
+// the chunks' hashes, then as format 4 from Kept on (format 3: as
+// format 2).
+const recordChunked = 5
+
+// chunked reports whether a blob's format stores its record in chunks.
+func chunked(format byte) bool { return format == recordChunked || format == 3 }
 
 func appendRecordHead(b []byte, r *binding.CompileRecord) []byte {
 	for _, s := range []string{r.ID, r.Conversation, r.Branch, r.Model} {
@@ -110,7 +116,12 @@ func appendRecordFoot(b []byte, r *binding.CompileRecord) []byte {
 		b = binary.AppendVarint(b, int64(s.Message))
 		b = binary.AppendVarint(b, s.Seq)
 	}
-	return appendString(b, r.LastRole)
+	b = appendString(b, r.LastRole)
+	b = binary.AppendUvarint(b, uint64(len(r.Through)))
+	for _, d := range r.Through {
+		b = append(b, d[:]...)
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -195,7 +206,7 @@ func decodeRecordChunks(blob []byte, chunk func(ChunkHash) (chunkParts, error)) 
 		}
 		return &rec, nil, nil
 	}
-	if len(blob) == 0 || (blob[0] != recordFormat && blob[0] != 1 && blob[0] != recordChunked) {
+	if len(blob) == 0 || blob[0] < 1 || blob[0] > recordChunked {
 		return nil, nil, fmt.Errorf("compile record in unknown format %d", blob[:min(1, len(blob))])
 	}
 	r := &recordReader{b: blob[1:]}
@@ -206,7 +217,7 @@ func decodeRecordChunks(blob []byte, chunk func(ChunkHash) (chunkParts, error)) 
 	rec.Binds, rec.Engaged, rec.DryRun, rec.Accepted, rec.Refused = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0, flags&16 != 0
 	rec.Seed, rec.End, rec.LastRead = r.digest(), r.digest(), r.digest()
 	var hashes []ChunkHash
-	if blob[0] == recordChunked {
+	if chunked(blob[0]) {
 		if hashes = r.chunkList(); r.err != nil {
 			return nil, nil, r.err
 		}
@@ -248,6 +259,14 @@ func decodeRecordChunks(blob []byte, chunk func(ChunkHash) (chunkParts, error)) 
 	}
 	if blob[0] >= 2 {
 		rec.LastRole = r.string()
+	}
+	if blob[0] >= 4 {
+		if n := r.count(32); n > 0 {
+			rec.Through = make([]binding.Digest, n)
+		}
+		for i := range rec.Through {
+			rec.Through[i] = r.digest()
+		}
 	}
 	if r.err != nil {
 		return nil, nil, r.err

@@ -245,3 +245,30 @@ func TestChunkedRecordTruncated(t *testing.T) {
 		t.Fatal("a chunked record decoded without its chunks")
 	}
 }
+
+// TestChunkedRecordFormat3: a chunked record written before Through
+// (format 3) still reads, with Through nil; one written now carries it.
+func TestChunkedRecordFormat3(t *testing.T) {
+	rec := longRecord("t", 1, 200)
+	rec.Through = []binding.Digest{bdigest("t1")}
+	blob, chunks := encodeRecordChunked(rec, ChunkSource{})
+	parts := map[ChunkHash]chunkParts{}
+	for _, c := range chunks {
+		sent, kept, err := decodeChunk(c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[c.hash] = chunkParts{sent, kept}
+	}
+	resolve := func(h ChunkHash) (chunkParts, error) { return parts[h], nil }
+	if got, _, err := decodeRecordChunks(blob, resolve); err != nil || !reflect.DeepEqual(got, cloneRec(rec)) {
+		t.Fatalf("format %d: %+v %v", blob[0], got, err)
+	}
+	old := cloneRec(rec)
+	old.Through = nil
+	blob, _ = encodeRecordChunked(old, ChunkSource{})
+	v3 := append([]byte{3}, blob[1:len(blob)-1]...) // no Through count
+	if got, _, err := decodeRecordChunks(v3, resolve); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("format 3: %+v %v", got, err)
+	}
+}

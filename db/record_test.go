@@ -13,7 +13,7 @@ func fullRecord() *binding.CompileRecord {
 	return &binding.CompileRecord{
 		ID: "c_1", Conversation: "conv", Branch: "leaf", Seq: 1 << 40, Model: "claude-fable-5-2",
 		Binds: true, Engaged: true, DryRun: true, Accepted: true, Refused: true,
-		Seed: bdigest("s"), End: bdigest("e"), LastRead: bdigest("l"), LastRole: "user",
+		Seed: bdigest("s"), End: bdigest("e"), LastRead: bdigest("l"), LastRole: "user", Through: []binding.Digest{bdigest("t1"), bdigest("t0")},
 		Kept: []binding.KeptBlock{{Key: bdigest("k"), Orig: binding.Pos{Message: 3, Block: 1}, Sent: binding.Pos{Message: 2, Block: 0}, Unreadable: true},
 			{Key: bdigest("k2"), Orig: binding.Pos{Message: 5, Block: 0}, Sent: binding.Pos{Message: 4, Block: 0}}},
 		Sent:   []binding.SentMessage{{Orig: 0, Frame: 1<<63 + 5}, {Orig: 1, Frame: 2, Blocks: []uint64{}}, {Orig: 3, Frame: 3, Blocks: []uint64{7, 1 << 60}}},
@@ -44,11 +44,18 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 	if _, err := decodeRecord([]byte{9}); err == nil {
 		t.Fatal("unknown format decoded")
 	}
-	// format 1 (before LastRole) still reads, with LastRole ""
+	// format 2 (before Through) still reads, with Through nil
 	old := fullRecord()
+	old.Through = nil
+	v2 := encodeRecord(old)
+	v2 = append([]byte{2}, v2[1:len(v2)-1]...)
+	if got, err := decodeRecord(v2); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("format 2 record: %+v %v", got, err)
+	}
+	// format 1 (before LastRole) still reads, with LastRole ""
 	old.LastRole = ""
 	v1 := encodeRecord(old)
-	v1 = append([]byte{1}, v1[1:len(v1)-1]...)
+	v1 = append([]byte{1}, v1[1:len(v1)-2]...)
 	if got, err := decodeRecord(v1); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("format 1 record: %+v %v", got, err)
 	}
@@ -63,7 +70,7 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 // across a restart.
 func TestRecordCodecCoversEveryField(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeFor[binding.CompileRecord](): {"ID", "Conversation", "Branch", "Seq", "Model", "Binds", "Engaged", "DryRun", "Accepted", "Refused", "Seed", "End", "LastRole", "LastRead", "Kept", "Sent", "Strips"},
+		reflect.TypeFor[binding.CompileRecord](): {"ID", "Conversation", "Branch", "Seq", "Model", "Binds", "Engaged", "DryRun", "Accepted", "Refused", "Seed", "End", "LastRole", "Through", "LastRead", "Kept", "Sent", "Strips"},
 		reflect.TypeFor[binding.KeptBlock]():     {"Key", "Orig", "Sent", "Unreadable"},
 		reflect.TypeFor[binding.Pos]():           {"Message", "Block"},
 		reflect.TypeFor[binding.SentMessage]():   {"Orig", "Frame", "Blocks"},

@@ -44,7 +44,8 @@ type Judge struct {
 	mu         sync.Mutex
 	cache      map[string]*msgInfo
 	heads      map[string]headInfo
-	opened     map[string]record // signatures that opened, by their exact text
+	opened     map[string]record   // signatures that opened, by their exact text
+	comps      map[[32]byte]record // compaction blocks met, by key: the earlier ones of a row
 	reading    Reading
 	newAccount bool
 	stringText bool
@@ -58,7 +59,7 @@ func New(o Options) *Judge {
 	if s == nil {
 		s = []byte("judge: fixed test secret")
 	}
-	return &Judge{cache: map[string]*msgInfo{}, heads: map[string]headInfo{}, opened: map[string]record{}, reading: o.Reading, newAccount: o.NewAccount, stringText: o.StringIsTextBlock, secret: append([]byte(nil), s...)}
+	return &Judge{cache: map[string]*msgInfo{}, heads: map[string]headInfo{}, opened: map[string]record{}, comps: map[[32]byte]record{}, reading: o.Reading, newAccount: o.NewAccount, stringText: o.StringIsTextBlock, secret: append([]byte(nil), s...)}
 }
 
 // Reading returns the reading the judge runs under.
@@ -198,28 +199,55 @@ type compState struct {
 	on     bool
 	key    [32]byte // keyOf its signature
 	rec    record
-	merged bool // the first message after it has the last summarized message's role, or is role "system": the API merges it into the summarized messages
+	merged bool   // the first message after it has the last summarized message's role, or is role "system": the API merges it into the summarized messages
+	first  string // the role of the first message after it ("": none)
 }
 
 // keptHolds reports whether thinking minted before the compaction block c
 // was swapped in (a kept turn) survives the swap, by the conditions of the
-// provider's compaction-thinking-blocks page: the compaction request ran on
-// a model with preserved thinking (read: one whose blocks carry a
-// conversation record), system and non-deferred tools were the same on it
-// as when the block was minted, and the first kept message was not merged
-// into the summarized ones. Only the most recent compaction is checked
-// (the page counts every one since the block was minted; bindery keeps a
-// block through one compaction only).
-func keptHolds(c compState, r record) bool {
-	return c.rec.Bound && !c.merged && c.rec.System == r.System && c.rec.Tools == r.Tools
+// provider's compaction-thinking-blocks page, for every compaction since
+// the block was minted (research 6: "this applies to every compaction in
+// the chain"): each compaction request ran on a model with preserved
+// thinking (read: one whose blocks carry a conversation record), system
+// and non-deferred tools were the same on it as when the block was minted,
+// and the first message kept after it was not merged into the summarized
+// ones. A row is followed back through each compaction request's own
+// first block (record.Under).
+func (j *Judge) keptHolds(c compState, r record) bool {
+	for range 64 {
+		if !c.rec.Bound || c.merged || c.rec.System != r.System || c.rec.Tools != r.Tools {
+			return false
+		}
+		under := c.rec.Under
+		if under == ([32]byte{}) {
+			return r.Under == under // minted before any compaction of the row
+		}
+		if r.Under == under {
+			return true // minted with the earlier block in place: its chain restarts there
+		}
+		j.mu.Lock()
+		prev, ok := j.comps[under]
+		j.mu.Unlock()
+		if !ok {
+			return false
+		}
+		merged := c.rec.UnderMerged
+		if c.rec.UnderOpen {
+			// nothing followed the earlier block in the compaction request:
+			// the first message kept after this block followed it too
+			merged = c.first == "" || c.first == prev.LastRole || c.first == "system"
+		}
+		c = compState{on: true, key: under, rec: prev, merged: merged, first: c.first}
+	}
+	return false
 }
 
-// chainOK: the block's message chain holds, including across a compaction.
-func chainOK(s site) bool {
+// chainOK: the block's message chain holds, including across compactions.
+func (j *Judge) chainOK(s site) bool {
 	if s.rec.Chain != s.chain {
 		return false
 	}
-	return !s.comp.on || s.rec.Under == s.comp.key || keptHolds(s.comp, s.rec)
+	return !s.comp.on || s.rec.Under == s.comp.key || j.keptHolds(s.comp, s.rec)
 }
 
 // parsed is a request walked once.
@@ -234,6 +262,11 @@ type parsed struct {
 	latest   int   // index of the latest assistant message, -1 if none
 	lastRole string
 	comp     compState // the most recent compaction block
+	// manual: thinking.type is "enabled"; open: the request continues a
+	// tool-use cycle (research 4: every message after the latest assistant
+	// message is a user message of tool_result blocks only, or a role
+	// "system" message, and there is at least one tool_result message).
+	manual, open bool
 }
 
 func fail(status int, msg string) Result { return Result{Status: status, Error: msg} }
@@ -380,6 +413,7 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 	}
 	p := &parsed{model: mdl, system: hd.system, tools: hd.tools, latest: -1}
 	if th, ok := field("thinking").(map[string]any); ok {
+		p.manual = th["type"] == "enabled"
 		if bb, ok := th["block_binding"]; ok {
 			p.hasBB = true
 			m, _ := bb.(map[string]any)
@@ -404,17 +438,24 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 	}
 	c := chainStart()
 	afterComp := false
+	results := 0 // tool_result-only user messages since the latest assistant message
 	for i, raw := range msgs {
 		m := j.message(raw)
 		if !m.ok {
 			r := fail(400, fmt.Sprintf("messages.%d: not an object", i))
 			return nil, &r
 		}
-		if m.role == "assistant" {
-			p.latest = i
+		switch {
+		case m.role == "assistant":
+			p.latest, p.open, results = i, true, 0
+		case m.role == "user" && m.toolResults():
+			results++
+		case m.role != "system":
+			p.open = false
 		}
 		if afterComp {
 			p.comp.merged = m.role == p.comp.rec.LastRole || m.role == "system"
+			p.comp.first = m.role
 			afterComp = false
 		}
 		p.lastRole = m.role
@@ -439,6 +480,9 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 				// exact content it summarized.
 				c = rec.Covers
 				p.comp = compState{on: true, key: keyOf(b.sig), rec: rec}
+				j.mu.Lock()
+				j.comps[p.comp.key] = rec
+				j.mu.Unlock()
 				afterComp = true
 			default:
 				c = c.step("block", b.digest)
@@ -446,7 +490,19 @@ func (j *Judge) parse(body []byte) (*parsed, *Result) {
 		}
 	}
 	p.end = c
+	p.open = p.open && results > 0
 	return p, nil
+}
+
+// toolResults reports whether the message's content is an array of
+// tool_result blocks only (cache markers are fields, not blocks).
+func (m *msgInfo) toolResults() bool {
+	for _, b := range m.blocks {
+		if b.kind != "tool_result" {
+			return false
+		}
+	}
+	return len(m.blocks) > 0
 }
 
 // Judge decides a request without producing a reply.
@@ -524,7 +580,7 @@ func (j *Judge) judge(call Call) (Result, *parsed) {
 			}
 			continue
 		}
-		v.Cause = check(p, s, lastRead)
+		v.Cause = j.check(p, s, lastRead)
 		if v.Cause == CauseNone {
 			v.Fate = FateRead
 			lastRead = &v.Key
@@ -615,7 +671,7 @@ func latestModified(p *parsed) (int, bool) {
 }
 
 // check runs the prefix and predecessor checks on one readable block.
-func check(p *parsed, s site, lastRead *[32]byte) Cause {
+func (j *Judge) check(p *parsed, s site, lastRead *[32]byte) Cause {
 	switch {
 	case !s.rec.Bound:
 		return CauseUnbound
@@ -623,7 +679,7 @@ func check(p *parsed, s site, lastRead *[32]byte) Cause {
 		return CauseSystem
 	case s.rec.Tools != p.tools:
 		return CauseTools
-	case !chainOK(s):
+	case !j.chainOK(s):
 		return CauseMessages
 	case lastRead != nil && (!s.rec.HasPred || s.rec.Pred != *lastRead):
 		// A gap, a reordering, or a block put back in front of one minted
@@ -805,8 +861,12 @@ func (j *Judge) Compact(call Call, summary string) Result {
 // carries: the chain it stands for, and what the kept turns' conditions
 // need (the request's model, system, tools and last message's role).
 func compactionRecord(p *parsed, summary string) record {
-	return record{Kind: "compaction", Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,
+	r := record{Kind: "compaction", Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,
 		Covers: p.end, Content: digestOf("judge/compaction", summary), LastRole: p.lastRole}
+	if p.comp.on {
+		r.Under, r.UnderMerged, r.UnderOpen = p.comp.key, p.comp.merged, p.comp.first == ""
+	}
+	return r
 }
 
 // BlockFacts are the judge's individual facts about one thinking block,
@@ -848,7 +908,7 @@ func (j *Judge) Facts(body []byte) ([]BlockFacts, error) {
 			f.Minter = s.rec.Model
 			f.Readable = j.reading.reads(p.model, models[s.rec.Model])
 			f.Bound = s.rec.Bound
-			f.SystemOK, f.ToolsOK, f.MessageOK = s.rec.System == p.system, s.rec.Tools == p.tools, chainOK(s)
+			f.SystemOK, f.ToolsOK, f.MessageOK = s.rec.System == p.system, s.rec.Tools == p.tools, j.chainOK(s)
 			f.Pred, f.HasPred = s.rec.Pred, s.rec.HasPred
 			f.Reply, f.Index, f.Count = s.rec.Reply, s.rec.Index, s.rec.Count
 		}

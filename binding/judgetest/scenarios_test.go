@@ -687,3 +687,34 @@ func TestScenario36FirstKeptRoleMerged(t *testing.T) {
 		}
 	}
 }
+
+// Compactions in a row: thinking kept through two on-demand compactions
+// holds when every compaction in the row meets the conditions (research 6:
+// "this applies to every compaction in the chain, not only the latest"),
+// and fails when the earlier one ran on a model without preserved thinking,
+// even though the latest did not.
+func TestScenario36CompactionsInARow(t *testing.T) {
+	for _, firstModel := range []string{"claude-fable-5-1", "claude-opus-5"} {
+		c := newConv(t, ENF, Documented())
+		fourTurns(c) // u0 a1 u2 a3 u4 a5 u6 a7 u8
+		c.top["model"] = firstModel
+		c1, err := c.j.Compaction(c.body(), 2, "summary of u0 a1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.top["model"] = "claude-fable-5-1"
+		c.msgs = append([]any{map[string]any{"role": "assistant", "content": []any{c1}}}, c.msgs[2:]...) // C1 u2 a3 u4 a5 u6 a7 u8
+		c2, err := c.j.Compaction(c.body(), 3, "summary of C1 u2 a3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.msgs = append([]any{map[string]any{"role": "assistant", "content": []any{c2}}}, c.msgs[3:]...) // C2 u4 a5 u6 a7 u8
+		res := c.send()
+		if ok := firstModel == "claude-fable-5-1"; ok != (res.Status == 200) || (ok && len(res.Read()) != 2) {
+			t.Fatalf("first compaction on %s: %d %q, read %d", firstModel, res.Status, res.Error, len(res.Read()))
+		}
+		if f, err := c.j.Facts(c.body()); err != nil || f[0].MessageOK != (firstModel == "claude-fable-5-1") {
+			t.Fatalf("first compaction on %s: facts %+v %v", firstModel, f, err)
+		}
+	}
+}

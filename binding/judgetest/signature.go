@@ -27,8 +27,13 @@ type record struct {
 	Count     int      // how many thinking blocks the reply had
 	Covers    chain    // compaction: the chain state it stands for
 	Content   [32]byte // compaction: digest of its content
-	Under     [32]byte // thinking: key of the compaction block in place when it was minted (zero: none)
+	Under     [32]byte // thinking: key of the compaction block in place when it was minted; compaction: the one its request began with (zero: none)
 	LastRole  string   // compaction: role of the last message it stands for
+	// compaction, with Under set: in its request, the first message after
+	// the earlier block was merged into what that block stood for
+	// (UnderMerged), or there was none (UnderOpen: the first message kept
+	// after this block decides for both)
+	UnderMerged, UnderOpen bool
 }
 
 var sigEncoding = base64.RawURLEncoding.Strict()
@@ -52,6 +57,12 @@ func (r record) encode() []byte {
 	}
 	if r.TextEmpty {
 		flags |= 4
+	}
+	if r.UnderMerged {
+		flags |= 8
+	}
+	if r.UnderOpen {
+		flags |= 16
 	}
 	b = append(b, flags)
 	for _, d := range [][32]byte{r.System, r.Tools, r.Chain, r.Pred, r.Text, r.Covers, r.Content, r.Under} {
@@ -87,6 +98,7 @@ func decodeRecord(b []byte) (record, bool) {
 		return r, false
 	}
 	r.Bound, r.HasPred, r.TextEmpty = b[0]&1 != 0, b[0]&2 != 0, b[0]&4 != 0
+	r.UnderMerged, r.UnderOpen = b[0]&8 != 0, b[0]&16 != 0
 	b = b[1:]
 	for _, d := range []*[32]byte{&r.System, &r.Tools, (*[32]byte)(&r.Chain), &r.Pred, &r.Text, (*[32]byte)(&r.Covers), &r.Content, &r.Under} {
 		copy(d[:], b[:32])
