@@ -39,6 +39,7 @@ Usage:
   bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
   bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
   bindery whatif [--session ID] [--keep N] [--json] [--chart FILE]   sessions replayed under policies
+  bindery service install|uninstall|status   run bindery at every login
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = reportCmd(rest, stdout, stderr)
 	case "whatif":
 		err = whatifCmd(rest, stdout, stderr)
+	case "service":
+		err = serviceCmd(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "bindery", buildVersion())
 	case "help", "-h", "--help":
