@@ -49,8 +49,10 @@ type WatcherHealth struct {
 	// folder (every --rescan).
 	LastRescan time.Time `json:"lastRescan,omitzero"`
 	// Degraded is true when something is not being followed: the watcher
-	// stopped, fsnotify is unavailable or at its limit, or Problems is not
-	// empty. `bindery status` then exits 4.
+	// stopped, fsnotify is unavailable or at its limit, or Problems holds
+	// something other than folder-missing. `bindery status` then exits 4.
+	// A folder-missing problem alone is a folder pi has not created yet
+	// (before pi's first session): listed, watched for, not degraded.
 	Degraded bool `json:"degraded"`
 	// Problems are what the watcher cannot follow now, by path: each lasts
 	// until its cause goes away.

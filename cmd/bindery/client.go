@@ -59,8 +59,12 @@ func status(args []string, stdout, stderr io.Writer) error {
 	} else if h.Watcher.Error != "" {
 		watch = "degraded: " + h.Watcher.Error
 	}
-	if h.Watcher.Running && h.Watcher.Error == "" && len(h.Watcher.Problems) > 0 {
-		watch = fmt.Sprintf("degraded: %d problems (below)", len(h.Watcher.Problems))
+	waiting, problems := splitProblems(h.Watcher.Problems)
+	switch {
+	case h.Watcher.Running && h.Watcher.Error == "" && len(problems) > 0:
+		watch = fmt.Sprintf("degraded: %s (below)", plural(len(problems), "problem", "problems"))
+	case h.Watcher.Running && h.Watcher.Error == "" && len(waiting) > 0 && h.Watcher.Sessions == 0:
+		watch = "running, waiting for pi (below)"
 	}
 	if !h.Watcher.InitialScan {
 		watch += " (first scan in progress)"
@@ -84,9 +88,18 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(h.Watcher.Problems) > 0 {
-		fmt.Fprintf(stdout, "\nnot followed now (%d):\n", len(h.Watcher.Problems))
-		for _, p := range h.Watcher.Problems {
+	if len(waiting) > 0 {
+		// Before pi's first session its folder does not exist: bindery
+		// watches for it, and that is health (exit 0), not a problem.
+		fmt.Fprintln(stdout, "\nwaiting for pi: no session folder yet (pi makes it with its first")
+		fmt.Fprintln(stdout, "session; bindery watches for it):")
+		for _, p := range waiting {
+			fmt.Fprintf(stdout, "  %s\n", p.Path)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stdout, "\nnot followed now (%d):\n", len(problems))
+		for _, p := range problems {
 			fmt.Fprintf(stdout, "  %s  %s\n      %s (since %s)\n", p.Kind, p.Path, p.Reason, p.Since.Local().Format(time.DateTime))
 		}
 	}
@@ -99,6 +112,19 @@ func status(args []string, stdout, stderr io.Writer) error {
 	return degradedErr(h)
 }
 
+// splitProblems parts the session folders pi has not made yet (waiting:
+// listed, not degraded) from what the watcher cannot follow.
+func splitProblems(all []api.WatcherProblem) (waiting, problems []api.WatcherProblem) {
+	for _, p := range all {
+		if p.Kind == "folder-missing" {
+			waiting = append(waiting, p)
+		} else {
+			problems = append(problems, p)
+		}
+	}
+	return waiting, problems
+}
+
 // degradedError makes status exit 4: the daemon runs, but something is
 // not being followed.
 type degradedError struct{ why string }
@@ -106,11 +132,12 @@ type degradedError struct{ why string }
 func (e *degradedError) Error() string { return "degraded: " + e.why }
 
 func degradedErr(h api.Health) error {
+	_, problems := splitProblems(h.Watcher.Problems)
 	switch {
 	case !h.Watcher.Running:
 		return &degradedError{"the watcher is stopped: " + h.Watcher.Error}
-	case len(h.Watcher.Problems) > 0:
-		return &degradedError{fmt.Sprintf("%d things are not followed (see above)", len(h.Watcher.Problems))}
+	case len(problems) > 0:
+		return &degradedError{plural(len(problems), "thing is", "things are") + " not followed (see above)"}
 	case h.Watcher.Degraded:
 		return &degradedError{h.Watcher.Error}
 	}
