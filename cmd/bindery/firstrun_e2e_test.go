@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -35,7 +34,7 @@ func TestFirstRunWaitsForPi(t *testing.T) {
 	})
 
 	fifo := filepath.Join(e.sessions, "2026-11-29T09-00-00-000Z_0193e6c4-ffff-7000-8000-00000000000f.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the FIFO to be listed", func() (bool, string) {
