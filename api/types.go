@@ -98,9 +98,11 @@ type Session struct {
 	Leaf           string `json:"leaf"` // pi's current leaf: the last entry in file order
 	LastActivity   string `json:"lastActivity"`
 	ThinkingBlocks int    `json:"thinkingBlocks"`
-	// Engaged: the conversation named by the session id is engaged (its
-	// first compile was recorded), read from the same row as
-	// GET /v1/conversations/{id}'s engaged.
+	// Engaged: the conversation named by the session id is engaged: bindery
+	// accepted a reply in it (the first accept engages it, or a fork's
+	// first compile when its parent is engaged), so from then on a thinking
+	// block without a stamp is stripped (no-stamp). Read from the same row
+	// as GET /v1/conversations/{id}'s engaged.
 	Engaged bool `json:"engaged"`
 	Removed bool `json:"removed,omitempty"`
 }

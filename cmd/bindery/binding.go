@@ -208,6 +208,9 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if err := cmd.emptyFlag("conversation"); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	client := f.client()
@@ -229,7 +232,12 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 	// (--no-reconnect exits instead: editors restart it themselves).
 	const firstBackoff, maxBackoff = 250 * time.Millisecond, 10 * time.Second
 	backoff := firstBackoff
-	var ev eventPrinter
+	ids := shortIDs{c: client}
+	ev := eventPrinter{short: func(id string) string {
+		ctx, cancel := callCtx()
+		defer cancel()
+		return ids.of(ctx, id)
+	}}
 	connected, waiting := false, false
 	for {
 		st, err := client.Events(ctx, opt)
@@ -283,7 +291,11 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 						// that kept none; this one says where it resumes.
 						reason = "the daemon stopped"
 					}
-					fmt.Fprintf(stderr, "bindery: feed ended (%s)\n", reason)
+					if st.Last >= 0 {
+						fmt.Fprintf(stderr, "bindery: feed ended (%s); resuming after seq %d\n", reason, st.Last)
+					} else {
+						fmt.Fprintf(stderr, "bindery: feed ended (%s)\n", reason)
+					}
 					break
 				}
 				if err := ev.print(stdout, e, f.json); err != nil {
@@ -319,7 +331,8 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if asJSON {
 		return true, printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "\nbinding state of %s:\n", id)
+	name := (&shortIDs{c: c}).of(ctx, id)
+	fmt.Fprintf(stdout, "\nbinding state of %s:\n", name)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  engaged\t%s\n", yesNo(st.Engaged))
 	if st.Parent != nil {
