@@ -48,7 +48,13 @@ func (c *command) client() *clientFlags {
 
 // usage prints the synopsis and every flag as --name.
 func (c *command) usage(w io.Writer) {
-	fmt.Fprintln(w, wrapText(fmt.Sprintf("Usage: bindery %s %s", c.name, c.synopsis), 80, "    "))
+	// The synopsis line continues indented; a paragraph after it (serve's)
+	// wraps flush.
+	head, rest, _ := strings.Cut(fmt.Sprintf("Usage: bindery %s %s", c.name, c.synopsis), "\n")
+	fmt.Fprintln(w, wrapText(head, 80, "    "))
+	if rest != "" {
+		fmt.Fprintln(w, wrapText(rest, 80, ""))
+	}
 	writeFlags(w, c.fs)
 }
 
