@@ -16,13 +16,23 @@ func reportText(r api.Report) string {
 	if r.Scope == "session" {
 		// The id and the model, then the span on a line of its own: the
 		// two timestamps made the first line 132 columns.
-		fmt.Fprintf(&b, "bindery report: session %s", r.Session)
+		title, span := "bindery report: session "+r.Session, ""
 		if r.Model != "" {
-			fmt.Fprintf(&b, " (%s)", r.Model)
+			if m := " (" + r.Model + ")"; utf8.RuneCountInString(title+m) <= textWidth {
+				title += m
+			} else {
+				span = r.Model
+			}
 		}
-		b.WriteString("\n")
 		if r.First != "" {
-			fmt.Fprintf(&b, "from %s to %s\n", when(r.First), when(r.Last))
+			if span != "" {
+				span += ", "
+			}
+			span += fmt.Sprintf("from %s to %s", when(r.First), when(r.Last))
+		}
+		b.WriteString(title + "\n")
+		if span != "" {
+			b.WriteString(span + "\n")
 		}
 		if len(r.SameID) > 1 {
 			fmt.Fprintf(&b, "%d files carry this session id; reporting the first (live, latest activity):\n", len(r.SameID))
