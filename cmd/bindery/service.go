@@ -338,6 +338,14 @@ func (h *serviceHost) install(s serviceSpec, copyBin bool) error {
 		fmt.Fprintln(h.out, "  "+h.tilde(r))
 	}
 	if h.goos == "linux" {
+		for _, r := range s.roots {
+			if r == "/tmp" || r == "/var/tmp" || strings.HasPrefix(r, "/tmp/") || strings.HasPrefix(r, "/var/tmp/") {
+				// The unit's PrivateTmp=yes gives the service a /tmp of its
+				// own: it would wait forever for a folder it cannot see.
+				fmt.Fprintf(h.out, "Note: the unit has a private /tmp, so it cannot see %s;\n", r)
+				fmt.Fprintln(h.out, "keep pi's sessions elsewhere, or add PrivateTmp=no in a drop-in.")
+			}
+		}
 		fmt.Fprintln(h.out, "To keep it running while you are logged out: loginctl enable-linger")
 	}
 	fmt.Fprintln(h.out, "Check it: bindery status.  Undo: bindery service uninstall")

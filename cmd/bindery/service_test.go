@@ -274,10 +274,16 @@ func TestServiceInstallSystemd(t *testing.T) {
 		return code == 0 && json.Unmarshal([]byte(out), &h2) == nil && h2.PID != 0 && h2.PID != h.PID, serr
 	})
 
-	// Installing again replaces the unit and restarts the service.
-	out, serr, code = s.cli(shellEnv, "service", "install")
-	if code != 0 || !strings.Contains(out, "ran      systemctl --user restart bindery.service") {
+	// Installing again replaces the unit and restarts the service; a
+	// session folder under /tmp, which the unit's private /tmp hides, is
+	// named as such.
+	out, serr, code = s.cli(shellEnv, "service", "install", "--session-dir", "/tmp/pi-flat")
+	if code != 0 || !strings.Contains(out, "ran      systemctl --user restart bindery.service") ||
+		!strings.Contains(out, "Note: the unit has a private /tmp, so it cannot see /tmp/pi-flat;") {
 		t.Errorf("a second install: exit %d\n%s%s", code, out, serr)
+	}
+	if unit, _ := os.ReadFile(unitPath); !strings.Contains(string(unit), `Environment="BINDERY_SESSION_DIRS=/tmp/pi-flat"`) {
+		t.Errorf("the unit after --session-dir:\n%s", unit)
 	}
 
 	out, serr, code = s.cli(nil, "service", "uninstall")
