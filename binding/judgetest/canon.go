@@ -209,6 +209,11 @@ func (s *splitter) value() ([]byte, error) {
 		case '{', '[':
 			depth++
 		case '}', ']':
+			if depth == 0 && s.pos > start {
+				// A scalar that is its object's or array's last value
+				// ("stream":true} ends Claude Code's bodies).
+				return s.b[start:s.pos], nil
+			}
 			depth--
 			if depth < 0 {
 				return nil, fmt.Errorf("unexpected %q at %d", c, s.pos)

@@ -28,6 +28,15 @@ type Options struct {
 	NewAccount bool
 	// Secret keys the signatures' HMAC; nil uses a fixed test key.
 	Secret []byte
+	// StringIsTextBlock: a message's string content is read as one text
+	// block ("content":"x" is [{"type":"text","text":"x"}]) [INF]. The docs
+	// say only values are compared and call string content shorthand for a
+	// text block; Claude Code (2.1.332) flips the message carrying its
+	// cache breakpoint between the two forms every turn and works on
+	// enforced accounts, which it could not if the flip failed the check
+	// (research/gateways.md, 2.3). Off, the judge holds bindery to the
+	// stricter reading its own canonical form takes.
+	StringIsTextBlock bool
 }
 
 // Judge plays the provider. It is safe for concurrent use.
@@ -38,6 +47,7 @@ type Judge struct {
 	opened     map[string]record // signatures that opened, by their exact text
 	reading    Reading
 	newAccount bool
+	stringText bool
 	secret     []byte
 	replies    atomic.Uint64
 }
@@ -48,7 +58,7 @@ func New(o Options) *Judge {
 	if s == nil {
 		s = []byte("judge: fixed test secret")
 	}
-	return &Judge{cache: map[string]*msgInfo{}, heads: map[string]headInfo{}, opened: map[string]record{}, reading: o.Reading, newAccount: o.NewAccount, secret: append([]byte(nil), s...)}
+	return &Judge{cache: map[string]*msgInfo{}, heads: map[string]headInfo{}, opened: map[string]record{}, reading: o.Reading, newAccount: o.NewAccount, stringText: o.StringIsTextBlock, secret: append([]byte(nil), s...)}
 }
 
 // Reading returns the reading the judge runs under.
@@ -301,6 +311,9 @@ func (j *Judge) message(raw []byte) *msgInfo {
 	if m, isObj := v.(map[string]any); err == nil && isObj {
 		info.ok = true
 		info.role, _ = m["role"].(string)
+		if s, isStr := m["content"].(string); isStr && j.stringText {
+			m["content"] = []any{map[string]any{"type": "text", "text": s}}
+		}
 		info.frame = digestOf("judge/frame", frame(m))
 		content, _ := m["content"].([]any)
 		for _, bv := range content {

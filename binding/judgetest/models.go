@@ -130,6 +130,7 @@ var models = map[string]model{
 	"claude-opus-5":     {"claude-opus-5", famOSH, 20260501, false, false, false},
 	"claude-sonnet-5":   {"claude-sonnet-5", famOSH, 20260501, false, false, false},
 	"claude-opus-4-8":   {"claude-opus-4-8", famOSH, 20260201, false, false, false},
+	"claude-haiku-4-5":  {"claude-haiku-4-5", famOSH, 20251001, false, false, false},
 }
 
 // Models lists the model names the judge knows.
@@ -206,6 +207,9 @@ func lookup(id string) (model, bool) {
 	}
 	if i := strings.LastIndex(id, "-v"); i >= 0 && i+2 < len(id) && strings.Trim(id[i+2:], "0123456789") == "" {
 		id = id[:i]
+	}
+	if i := len(id) - 9; i > 0 && id[i] == '-' && strings.Trim(id[i+1:], "0123456789") == "" {
+		id = id[:i] // a dated id: claude-haiku-4-5-20251001
 	}
 	m, ok := models[id]
 	return m, ok

@@ -93,7 +93,7 @@ func TestEveryCommandFits80Columns(t *testing.T) {
 		{"release", "--conversation", twins[0], "--signature", "c2lnbmF0dXJl"},
 		{"service", "-h"},
 	}
-	for _, c := range []string{"serve", "status", "sessions", "show", "compile", "accept", "release", "tail", "report", "whatif", "version"} {
+	for _, c := range []string{"serve", "status", "sessions", "show", "compile", "accept", "release", "tail", "report", "whatif", "version", "proxy"} {
 		cmds = append(cmds, []string{c, "-h"})
 	}
 	// A path's file name carries the whole id; anything else may not.

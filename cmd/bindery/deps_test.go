@@ -45,6 +45,7 @@ func TestClientImports(t *testing.T) {
 			case path == module+"/api" || strings.HasPrefix(path, module+"/api/"):
 			case serving[name] && path == module+"/daemon":
 			case name == "service.go" && path == module+"/systemd":
+			case name == "proxy.go" && path == module+"/proxy":
 			default:
 				t.Errorf("%s imports %s: a client command uses only %s/api (the daemon's packages are the daemon's)", name, path, module)
 			}

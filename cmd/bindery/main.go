@@ -45,6 +45,8 @@ Usage:
                                  caching cost
   bindery whatif [--session ID] [--keep N] [--chart FILE]   your sessions
                                  replayed under thinking policies
+  bindery proxy [--listen 127.0.0.1:PORT] [--upstream URL]
+                                 Anthropic API gateway
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
@@ -86,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = whatifCmd(rest, stdout, stderr)
 	case "service":
 		err = serviceCmd(rest, stdout, stderr)
+	case "proxy":
+		err = proxyCmd(rest, stdout, stderr)
 	case "version", "--version":
 		err = versionCmd(rest, stdout, stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,281 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/api/jsonscan"
+)
+
+// A body is spliced, never re-encoded (research/gateways.md, "What a
+// binding-aware gateway must get right", 1): encoding/json would sort
+// keys, escape <, > and &, and rewrite numbers and invalid UTF-8, and the
+// provider would then read other bytes than the client sent beside a
+// signature. Every edit here cuts whole elements out of arrays and keeps
+// every other byte where it was, the separators between the elements that
+// stay included.
+
+// span is a value's bytes in a body: b[start:end].
+type span struct{ start, end int }
+
+// member finds the member key of the JSON object whose value spans s in
+// b and returns the member's value span; ok is false when the object has
+// no such member. Keys are matched raw (between the quotes): no client
+// escapes a plain ASCII key.
+func member(b []byte, s span, key string) (span, bool, error) {
+	b = b[:s.end]
+	i := jsonscan.SkipSpace(b, s.start)
+	if i >= len(b) || b[i] != '{' {
+		return span{}, false, fmt.Errorf("expected an object at offset %d", i)
+	}
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return span{}, false, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return span{}, false, fmt.Errorf("expected a member name at offset %d", i)
+		}
+		end, ok := jsonscan.StringEnd(b, i)
+		if !ok {
+			return span{}, false, fmt.Errorf("unterminated string at offset %d", i)
+		}
+		k := b[i+1 : end-1]
+		i = jsonscan.SkipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return span{}, false, fmt.Errorf("expected ':' at offset %d", i)
+		}
+		i = jsonscan.SkipSpace(b, i+1)
+		vend, ok := jsonscan.SkipValue(b, i)
+		if !ok {
+			return span{}, false, fmt.Errorf("member %q: unterminated value at offset %d", k, i)
+		}
+		if string(k) == key {
+			return span{i, vend}, true, nil
+		}
+		i = jsonscan.SkipSpace(b, vend)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == '}':
+			return span{}, false, nil
+		default:
+			return span{}, false, fmt.Errorf("expected ',' or '}' at offset %d", i)
+		}
+	}
+}
+
+// topMember is member on the whole body.
+func topMember(b []byte, key string) (span, bool, error) {
+	return member(b, span{0, len(b)}, key)
+}
+
+// elements returns the spans of the elements of the JSON array spanning s
+// in b, in b's offsets.
+func elements(b []byte, s span) ([]span, error) {
+	b = b[:s.end]
+	i := jsonscan.SkipSpace(b, s.start)
+	if i >= len(b) || b[i] != '[' {
+		return nil, fmt.Errorf("expected an array at offset %d", i)
+	}
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return nil, nil
+	}
+	var out []span
+	for {
+		vend, ok := jsonscan.SkipValue(b, i)
+		if !ok {
+			return nil, fmt.Errorf("unterminated element at offset %d", i)
+		}
+		out = append(out, span{i, vend})
+		i = jsonscan.SkipSpace(b, vend)
+		switch {
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == ']':
+			return out, nil
+		default:
+			return nil, fmt.Errorf("expected ',' or ']' at offset %d", i)
+		}
+	}
+}
+
+// messageSpans returns the messages array's span and its elements'.
+func messageSpans(body []byte) (span, []span, error) {
+	arr, ok, err := topMember(body, "messages")
+	if err != nil {
+		return span{}, nil, err
+	}
+	if !ok {
+		return span{}, nil, errors.New("the body has no messages")
+	}
+	els, err := elements(body, arr)
+	if err != nil {
+		return span{}, nil, fmt.Errorf("messages: %w", err)
+	}
+	return arr, els, nil
+}
+
+// applyPlan returns body with the plan's stripped blocks
+// (messages.N.content.M) and dropped messages (messages.N) cut out and
+// every other byte as the client sent it. The paths are the daemon's, in
+// the request as the proxy gave it (api.Strip).
+func applyPlan(body []byte, strips []api.Strip, dropped []string) ([]byte, error) {
+	if len(strips) == 0 && len(dropped) == 0 {
+		return body, nil
+	}
+	arr, msgs, err := messageSpans(body)
+	if err != nil {
+		return nil, err
+	}
+	dropMsg := make(map[int]bool, len(dropped))
+	for _, p := range dropped {
+		n, err := messageIndex(p)
+		if err != nil {
+			return nil, err
+		}
+		if n >= len(msgs) {
+			return nil, fmt.Errorf("dropped %s: the request has %d messages", p, len(msgs))
+		}
+		dropMsg[n] = true
+	}
+	blocks := map[int]map[int]bool{}
+	for _, s := range strips {
+		n, m, err := blockIndex(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		if n >= len(msgs) {
+			return nil, fmt.Errorf("strip %s: the request has %d messages", s.Path, len(msgs))
+		}
+		if dropMsg[n] {
+			continue
+		}
+		if blocks[n] == nil {
+			blocks[n] = map[int]bool{}
+		}
+		blocks[n][m] = true
+	}
+	cuts := removals(body, arr, msgs, dropMsg)
+	for n, rm := range blocks {
+		content, ok, err := member(body, msgs[n], "content")
+		if err == nil && !ok {
+			err = errors.New("no content")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("messages.%d: %w", n, err)
+		}
+		els, err := elements(body, content)
+		if err != nil {
+			return nil, fmt.Errorf("messages.%d.content: %w", n, err)
+		}
+		for m := range rm {
+			if m >= len(els) {
+				return nil, fmt.Errorf("strip messages.%d.content.%d: the message has %d blocks", n, m, len(els))
+			}
+		}
+		cuts = append(cuts, removals(body, content, els, rm)...)
+	}
+	return splice(body, cuts), nil
+}
+
+// removals are the byte ranges that take the elements in rm out of the
+// array arr (whose elements are els), keeping the separators between the
+// elements that stay: an element goes with the separator before it, the
+// first one that stays loses the separator before it.
+func removals(b []byte, arr span, els []span, rm map[int]bool) []span {
+	if len(rm) == 0 {
+		return nil
+	}
+	var out []span
+	kept := false // an element before this one stays
+	for i, e := range els {
+		if !rm[i] {
+			if !kept && i > 0 {
+				// Everything from the first element to this one goes: the
+				// removed ones and the separator before this.
+				out = append(out, span{els[0].start, e.start})
+			}
+			kept = true
+			continue
+		}
+		if kept {
+			out = append(out, span{els[i-1].end, e.end})
+		}
+	}
+	if !kept {
+		// Every element goes: the array keeps its brackets and the space
+		// inside them.
+		out = append(out, span{els[0].start, els[len(els)-1].end})
+	}
+	return out
+}
+
+// splice returns b without the ranges in cuts (which do not overlap).
+func splice(b []byte, cuts []span) []byte {
+	if len(cuts) == 0 {
+		return b
+	}
+	slices.SortFunc(cuts, func(x, y span) int { return x.start - y.start })
+	size := len(b)
+	for _, c := range cuts {
+		size -= c.end - c.start
+	}
+	out := make([]byte, 0, size)
+	at := 0
+	for _, c := range cuts {
+		out = append(out, b[at:c.start]...)
+		at = c.end
+	}
+	return append(out, b[at:]...)
+}
+
+// withMessages returns body with its messages array replaced by the
+// elements els[from:] of the same body, for a compile by reference: the
+// call carries only the messages after those it shares with its base.
+func withMessages(body []byte, arr span, els []span, from int) []byte {
+	out := make([]byte, 0, len(body)-(arr.end-arr.start)+2+(arr.end-arr.start))
+	out = append(out, body[:arr.start]...)
+	out = append(out, '[')
+	if from < len(els) {
+		out = append(out, body[els[from].start:els[len(els)-1].end]...)
+	}
+	out = append(out, ']')
+	return append(out, body[arr.end:]...)
+}
+
+// messageIndex reads messages.N.
+func messageIndex(p string) (int, error) {
+	rest, ok := strings.CutPrefix(p, "messages.")
+	if !ok {
+		return 0, fmt.Errorf("path %q is not messages.N", p)
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("path %q is not messages.N", p)
+	}
+	return n, nil
+}
+
+// blockIndex reads messages.N.content.M.
+func blockIndex(p string) (n, m int, err error) {
+	rest, ok := strings.CutPrefix(p, "messages.")
+	if !ok {
+		return 0, 0, fmt.Errorf("path %q is not messages.N.content.M", p)
+	}
+	ns, ms, ok := strings.Cut(rest, ".content.")
+	if !ok {
+		return 0, 0, fmt.Errorf("path %q is not messages.N.content.M", p)
+	}
+	n, err1 := strconv.Atoi(ns)
+	m, err2 := strconv.Atoi(ms)
+	if err1 != nil || err2 != nil || n < 0 || m < 0 {
+		return 0, 0, fmt.Errorf("path %q is not messages.N.content.M", p)
+	}
+	return n, m, nil
+}

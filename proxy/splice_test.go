@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// TestApplyPlan: a plan's strips and dropped messages are cut out and
+// every other byte stays, whitespace, escapes and key order included.
+func TestApplyPlan(t *testing.T) {
+	body := `{"model":"m" ,"messages": [ {"role":"user","content":"a\u0041"},
+  {"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"S1"}, {"type":"text","text":"<b>"} ]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},
+  {"role":"assistant","content":[ {"type":"thinking","thinking":"t","signature":"S2"} ,{"type":"redacted_thinking","data":"R"}]} ,
+  {"role":"user","content":"go"} ],"stream":true}`
+	for _, c := range []struct {
+		name    string
+		strips  []string
+		dropped []string
+		want    string
+	}{
+		{"nothing", nil, nil, body},
+		{"first block", []string{"messages.1.content.0"}, nil,
+			strings.Replace(body, `{"type":"thinking","thinking":"","signature":"S1"}, `, ``, 1)},
+		{"last block", []string{"messages.3.content.1"}, nil,
+			strings.Replace(body, ` ,{"type":"redacted_thinking","data":"R"}`, ``, 1)},
+		{"a message emptied", []string{"messages.3.content.0", "messages.3.content.1"}, []string{"messages.3"},
+			strings.Replace(body, `,
+  {"role":"assistant","content":[ {"type":"thinking","thinking":"t","signature":"S2"} ,{"type":"redacted_thinking","data":"R"}]}`, ``, 1)},
+		{"the first message dropped", nil, []string{"messages.0"},
+			strings.Replace(body, `{"role":"user","content":"a\u0041"},
+  `, ``, 1)},
+	} {
+		var strips []api.Strip
+		for _, p := range c.strips {
+			strips = append(strips, api.Strip{Path: p})
+		}
+		got, err := applyPlan([]byte(body), strips, c.dropped)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if string(got) != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%s: not JSON: %s", c.name, got)
+		}
+	}
+	for _, bad := range [][]api.Strip{{{Path: "messages.9.content.0"}}, {{Path: "messages.1.content.7"}}, {{Path: "messages.x"}}, {{Path: "messages.0.content.0"}}} {
+		if _, err := applyPlan([]byte(body), bad, nil); err == nil {
+			t.Errorf("plan %v applied to a body it does not fit", bad)
+		}
+	}
+}
+
+// TestRemovalsEveryShape: every subset of a four-element array removed
+// leaves exactly the others, as JSON, separators kept.
+func TestRemovalsEveryShape(t *testing.T) {
+	arr := []byte(`[ 1 , {"a":[2]} ,"3",[4] ]`)
+	els, err := elements(arr, span{0, len(arr)})
+	if err != nil || len(els) != 4 {
+		t.Fatalf("elements: %v %v", els, err)
+	}
+	all := []any{json.Number("1"), map[string]any{"a": []any{json.Number("2")}}, "3", []any{json.Number("4")}}
+	for mask := 0; mask < 16; mask++ {
+		rm := map[int]bool{}
+		var want []any
+		for i := 0; i < 4; i++ {
+			if mask&(1<<i) != 0 {
+				rm[i] = true
+			} else {
+				want = append(want, all[i])
+			}
+		}
+		out := splice(arr, removals(arr, span{0, len(arr)}, els, rm))
+		var got []any
+		if err := decodeNumbers(out, &got); err != nil {
+			t.Errorf("mask %04b: %s is not JSON: %v", mask, out, err)
+			continue
+		}
+		if want == nil {
+			want = []any{}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("mask %04b: %s, want %v", mask, out, want)
+		}
+	}
+}
+
+// TestTextBlocks: string content is shown as one text block, its bytes
+// kept, and the spans follow the edit.
+func TestTextBlocks(t *testing.T) {
+	body := []byte(`{"messages":[{"role":"user","content":"a \"q\" \u00e9"},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"content":"s","role":"system"}]}`)
+	_, els, err := messageSpans(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, moved, err := textBlocks(body, els)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"messages":[{"role":"user","content":[{"type":"text","text":"a \"q\" \u00e9"}]},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"content":[{"type":"text","text":"s"}],"role":"system"}]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	_, wantEls, _ := messageSpans(out)
+	if !reflect.DeepEqual(moved, wantEls) {
+		t.Errorf("spans %v, want %v", moved, wantEls)
+	}
+	same := []byte(`{"messages":[{"role":"user","content":[]}]}`)
+	_, els, _ = messageSpans(same)
+	if out, _, _ := textBlocks(same, els); &out[0] != &same[0] {
+		t.Error("a body with no string content was copied")
+	}
+}
+
+// TestAsksError reads only thinking.block_binding.prefix_mismatch_behavior.
+func TestAsksError(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"thinking":{"type":"adaptive","block_binding":{"prefix_mismatch_behavior":"error"}}}`:      true,
+		`{"thinking":{"type":"adaptive","block_binding":{"prefix_mismatch_behavior":"drop_block"}}}`: false,
+		`{"thinking":{"type":"adaptive"},"x":{"prefix_mismatch_behavior":"error"}}`:                  false,
+		`{"thinking":"error"}`: false,
+		`{}`:                   false,
+	} {
+		if got := asksError([]byte(body)); got != want {
+			t.Errorf("asksError(%s) = %v", body, got)
+		}
+	}
+}
+
+// TestBindingRefusal tells the binding refusal from other 400s.
+func TestBindingRefusal(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"type":"error","error":{"type":"invalid_request_error","message":"messages.5.content.0: Invalid ` + "`signature`" + ` in ` + "`thinking`" + ` block. The block is bound to a different conversation."}}`: "messages.5.content.0",
+		`{"type":"error","error":{"type":"invalid_request_error","message":"messages.5.content.0: Invalid ` + "`signature`" + ` in ` + "`thinking`" + ` block."}}`:                                                 "",
+		`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}`:                                                                                                              "",
+		`not json`: "",
+	} {
+		if got := bindingRefusal([]byte(body)); got != want {
+			t.Errorf("bindingRefusal(%.60s) = %q, want %q", body, got, want)
+		}
+	}
+}
