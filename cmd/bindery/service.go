@@ -548,8 +548,8 @@ func (h *serviceHost) leftBehind() {
 	state, _ := api.DefaultStateDir(h.getenv)
 	fmt.Fprintln(h.out, "Kept: the database and the binary. To remove them too:")
 	if h.goos == "linux" {
-		// A user unit's StateDirectory= is ~/.local/state on systemd 254
-		// and later, ~/.config before.
+		// A user unit's StateDirectory= is ~/.local/state on newer
+		// systemd, ~/.config on older (252, Debian 12's): name both.
 		fmt.Fprintf(h.out, "  rm -r %s %s\n", h.tilde(state), h.tilde(filepath.Join(h.home, ".config", "bindery")))
 	} else {
 		fmt.Fprintf(h.out, "  rm -r %s\n", h.tilde(state))
