@@ -40,7 +40,9 @@ type NotRunningError struct {
 }
 
 func (e *NotRunningError) Error() string {
-	return fmt.Sprintf("bindery is not running (socket %s): start it with `bindery serve` or `systemctl --user start bindery`", e.Socket)
+	// Both ways to start it, since the reader may have either: the service
+	// (Linux and macOS alike) or a terminal.
+	return fmt.Sprintf("bindery is not running: nothing answers on %s\nstart it: bindery service install (at every login), or bindery serve", e.Socket)
 }
 
 func (e *NotRunningError) Unwrap() error { return e.Err }

@@ -91,8 +91,9 @@
 // (folder-missing, folder-unreadable, unreadable, not-regular, long-line),
 // each with path, kind, reason and since; watcher.ingestErrors the newest
 // skipped lines with file, line and offset; watcher.degraded and
-// watcher.lastRescan. bindery status exits 4 while anything is listed in
-// problems.
+// watcher.lastRescan. bindery status exits 4 while anything but
+// folder-missing is listed in problems: a folder pi has not made yet
+// (before its first session) is waited for, not degraded.
 //
 // GET /v1/sessions: ?cwd=DIR (an absolute path, at most MaxWorkspacePath
 // bytes) lists a workspace's sessions, those pi ran in DIR or a folder

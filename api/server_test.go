@@ -265,7 +265,7 @@ func TestClientNotRunning(t *testing.T) {
 	missing := filepath.Join(dir, "none.sock")
 	err := NewClient(missing).Do(t.Context(), "GET", "/v1/health", nil, nil)
 	nr, ok := errors.AsType[*NotRunningError](err)
-	if !ok || nr.Socket != missing || !strings.Contains(err.Error(), "bindery serve") || !strings.Contains(err.Error(), "systemctl --user start bindery") {
+	if !ok || nr.Socket != missing || !strings.Contains(err.Error(), "bindery serve") || !strings.Contains(err.Error(), "bindery service install") {
 		t.Fatalf("no socket: %v", err)
 	}
 	// A stale socket file (a crashed daemon) is "not running" too.

@@ -49,8 +49,10 @@ type WatcherHealth struct {
 	// folder (every --rescan).
 	LastRescan time.Time `json:"lastRescan,omitzero"`
 	// Degraded is true when something is not being followed: the watcher
-	// stopped, fsnotify is unavailable or at its limit, or Problems is not
-	// empty. `bindery status` then exits 4.
+	// stopped, fsnotify is unavailable or at its limit, or Problems holds
+	// something other than folder-missing. `bindery status` then exits 4.
+	// A folder-missing problem alone is a folder pi has not created yet
+	// (before pi's first session): listed, watched for, not degraded.
 	Degraded bool `json:"degraded"`
 	// Problems are what the watcher cannot follow now, by path: each lasts
 	// until its cause goes away.
@@ -96,9 +98,11 @@ type Session struct {
 	Leaf           string `json:"leaf"` // pi's current leaf: the last entry in file order
 	LastActivity   string `json:"lastActivity"`
 	ThinkingBlocks int    `json:"thinkingBlocks"`
-	// Engaged: the conversation named by the session id is engaged (its
-	// first compile was recorded), read from the same row as
-	// GET /v1/conversations/{id}'s engaged.
+	// Engaged: the conversation named by the session id is engaged: bindery
+	// accepted a reply in it (the first accept engages it, or a fork's
+	// first compile when its parent is engaged), so from then on a thinking
+	// block without a stamp is stripped (no-stamp). Read from the same row
+	// as GET /v1/conversations/{id}'s engaged.
 	Engaged bool `json:"engaged"`
 	Removed bool `json:"removed,omitempty"`
 }

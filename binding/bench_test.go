@@ -3,21 +3,9 @@ package binding
 import (
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// cpuTime is this process's user+system CPU time. Benchmarks report it per
-// op next to wall time: on a loaded 2-core machine wall time includes waiting
-// for a CPU, CPU time does not.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // loopCPU runs f b.N times (via b.Loop) and reports CPU ns/op.
 func loopCPU(b *testing.B, f func()) {

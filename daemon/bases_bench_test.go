@@ -8,7 +8,6 @@ import (
 	"hash"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,17 +139,6 @@ func (g *growingConversation) reset() { g.wall, g.cpu, g.measured = 0, 0, 0 }
 func (g *growingConversation) perTurn() (wallMs, cpuMs float64) {
 	n := float64(max(g.measured, 1))
 	return float64(g.wall.Microseconds()) / 1e3 / n, float64(g.cpu.Microseconds()) / 1e3 / n
-}
-
-// processCPU is the CPU time this process has used (user and system): a
-// turn's CPU is less disturbed than its wall time by whatever else the
-// machine runs.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTurnByReference: the daemon's work for one turn of a long

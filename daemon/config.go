@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -345,8 +346,9 @@ const (
 	MinMaxLineBytes     = 256 << 10
 )
 
-// maxSocketPath is sun_path's size on Linux less the terminating NUL.
-const maxSocketPath = 107
+// maxSocketPath is sun_path's size less the terminating NUL: 108 bytes on
+// Linux, 104 on macOS and the BSDs.
+var maxSocketPath = map[bool]int{true: 107, false: 103}[runtime.GOOS == "linux"]
 
 // SessionRoots are the folders to follow: <agent-dir>/sessions (one
 // subfolder per project), pi's configured session folder if any, and the

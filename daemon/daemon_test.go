@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -483,7 +482,7 @@ func TestPeerOtherUID(t *testing.T) {
 	}{{65534, "forbidden peer uid 65534"}, {0, "ok"}} {
 		cmd := exec.Command(bin)
 		cmd.Env = []string{"BINDERY_TEST_CLIENT=" + e.sock}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tc.uid, Gid: tc.uid}}
+		setUser(cmd, tc.uid)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("client as uid %d: %v: %s", tc.uid, err, out)

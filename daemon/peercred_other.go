@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package daemon
 
@@ -9,8 +9,9 @@ import (
 	"github.com/my-pi/bindery/api"
 )
 
-// peerCred is implemented for Linux only (SO_PEERCRED). Elsewhere every
-// connection is refused with this error, rather than served unchecked.
+// peerCred is implemented for Linux (SO_PEERCRED) and macOS
+// (LOCAL_PEERCRED). Elsewhere (Windows) every connection is refused with
+// this error, rather than served unchecked.
 func peerCred(net.Conn) (api.Peer, error) {
-	return api.Peer{}, errors.New("peer credentials are only checked on Linux; bindery refuses to serve without them")
+	return api.Peer{}, errors.New("peer credentials are checked only on Linux and macOS; bindery refuses to serve without them")
 }

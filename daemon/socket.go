@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/my-pi/bindery/api"
@@ -28,8 +27,8 @@ func privateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && !(st.Uid == 0 && fi.Mode()&fs.ModeSticky != 0) {
-		return fmt.Errorf("%s belongs to uid %d, not to us (uid %d): refusing to keep bindery's files there", dir, st.Uid, os.Getuid())
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() && !(uid == 0 && fi.Mode()&fs.ModeSticky != 0) {
+		return fmt.Errorf("%s belongs to uid %d, not to us (uid %d): refusing to keep bindery's files there", dir, uid, os.Getuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("%s is writable by other users (mode %v): refusing to keep bindery's files there; use a private folder", dir, fi.Mode().Perm())
@@ -53,11 +52,11 @@ func acquireLock(path, what string) (*lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		b := make([]byte, 32)
 		n, _ := f.ReadAt(b, 0)
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errWouldBlock) {
 			holder := "another process"
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil {
 				holder = fmt.Sprintf("pid %d", pid)

@@ -164,10 +164,15 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 	if ws.Degraded {
 		h.Watcher.Error = "fsnotify unavailable or at its limit: following by rescans only"
 	}
+	// A session folder that does not exist yet is where pi will write its
+	// first session: on a fresh install that is health, not a fault, so
+	// it is listed but does not make the watcher degraded (status exit 0).
+	missingOnly := true
 	for _, p := range ws.Problems {
 		h.Watcher.Problems = append(h.Watcher.Problems, apiProblem(p))
+		missingOnly = missingOnly && p.Kind == watcher.FolderMissing
 	}
-	h.Watcher.Degraded = !h.Watcher.Running || ws.Degraded || len(ws.Problems) > 0
+	h.Watcher.Degraded = !h.Watcher.Running || ws.Degraded || !missingOnly
 	errs, err := d.store.IngestErrors(ctx, "", maxHealthErrors)
 	if err != nil {
 		return api.Health{}, err

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func coldArchive(t *testing.T, root string, small int) (sessions map[string]*pis
 		t.Fatal(err)
 	}
 	fifo = filepath.Join(dir, "f-fifo.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return sessions, big, bigSess, bad, fifo

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // openRegular opens path for reading only if it is a regular file. Anything
@@ -22,7 +21,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, &notRegularError{path: path, mode: fi.Mode()}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, nil, err
 	}

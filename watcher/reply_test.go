@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/my-pi/bindery/watcher/pisessiontest"
@@ -155,7 +154,7 @@ func TestReadReplyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n := len(line)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,11 +45,11 @@ func TestSpecialFilesRefused(t *testing.T) {
 	dir := filepath.Join(root, "--p--")
 	os.MkdirAll(dir, 0o755)
 	fifo := filepath.Join(dir, "a-first.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(t.TempDir(), "named.jsonl")
-	if err := syscall.Mkfifo(outside, 0o644); err != nil {
+	if err := mkfifo(outside, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := newStore()

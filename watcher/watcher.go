@@ -807,10 +807,3 @@ func (w *Watcher) read(ctx context.Context, path string, f *os.File, fi os.FileI
 	}
 	return nil
 }
-
-func fileID(fi os.FileInfo) FileID {
-	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return FileID{Dev: uint64(s.Dev), Ino: uint64(s.Ino)}
-	}
-	return FileID{}
-}

@@ -254,7 +254,7 @@ func inode(t *testing.T, path string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Sys().(*syscall.Stat_t).Ino
+	return inodeOf(fi)
 }
 
 func TestFollowsExistingAndAppendedLines(t *testing.T) {

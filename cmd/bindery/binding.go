@@ -204,8 +204,11 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 	fs, f := cmd.fs, cmd.client()
 	conv := fs.String("conversation", "", "only this conversation's events")
 	since := fs.Int64("since", -1, "first replay the events after this seq (0: everything the log keeps)")
-	once := fs.Bool("no-reconnect", false, "exit when the daemon ends the feed instead of resuming")
+	once := fs.Bool("no-reconnect", false, "exit when the daemon is down or ends the feed, instead of\nwaiting for it (exit 3 when it is not running)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if err := cmd.emptyFlag("conversation"); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -224,30 +227,50 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	opt := api.EventsOptions{Conversation: *conv, Since: *since, HasSince: *since >= 0}
-	backoff := 100 * time.Millisecond
-	var ev eventPrinter
-	for connects := 0; ; connects++ {
+	// Like tail -F: a daemon that is down, at start or later, is waited
+	// for, said once per outage, with a backoff up to 10s between tries
+	// (--no-reconnect exits instead: editors restart it themselves).
+	const firstBackoff, maxBackoff = 250 * time.Millisecond, 10 * time.Second
+	backoff := firstBackoff
+	ids := shortIDs{c: client}
+	ev := eventPrinter{short: func(id string) string {
+		ctx, cancel := callCtx()
+		defer cancel()
+		return ids.of(ctx, id)
+	}}
+	connected, waiting := false, false
+	for {
 		st, err := client.Events(ctx, opt)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if *once || !opt.HasSince {
+			if *once {
 				return err
 			}
-			fmt.Fprintf(stderr, "bindery: %v; retrying\n", err)
+			if !waiting {
+				if _, down := errors.AsType[*api.NotRunningError](err); down {
+					fmt.Fprintln(stderr, "bindery: the daemon is not running; waiting for it (Ctrl-C ends)")
+				} else {
+					fmt.Fprintf(stderr, "bindery: %v; retrying\n", err)
+				}
+				waiting = true
+			}
 		} else {
-			backoff = 100 * time.Millisecond
+			backoff = firstBackoff
 			// Say that the feed is followed (and again after each
 			// reconnect): a quiet feed otherwise shows nothing at all.
 			switch {
-			case connects > 0:
+			case connected && opt.HasSince:
 				fmt.Fprintf(stderr, "bindery: reconnected; resuming after seq %d\n", opt.Since)
+			case connected:
+				fmt.Fprintln(stderr, "bindery: reconnected; following the feed live")
 			case opt.HasSince:
 				fmt.Fprintf(stderr, "bindery: following the feed: the events after seq %d, then live\n", opt.Since)
 			default:
 				fmt.Fprintln(stderr, "bindery: following the feed live (Ctrl-C ends it)")
 			}
+			connected, waiting = true, false
 			for {
 				e, err := st.Next(ctx)
 				if err != nil {
@@ -256,27 +279,41 @@ func tailCmd(args []string, stdout, stderr io.Writer) error {
 						return nil
 					}
 					reason := err.Error()
-					if fe, ok := errors.AsType[*api.FeedEndedError](err); ok {
+					fe, ended := errors.AsType[*api.FeedEndedError](err)
+					if ended {
 						reason = fe.Reason
 					}
 					if *once {
 						return fmt.Errorf("feed ended: %s", reason)
 					}
-					fmt.Fprintf(stderr, "bindery: feed ended (%s); resuming after seq %d\n", reason, st.Last)
+					if ended && strings.Contains(reason, "shutting down") {
+						// The daemon's own words name a seq for a client
+						// that kept none; this one says where it resumes.
+						reason = "the daemon stopped"
+					}
+					if st.Last >= 0 {
+						fmt.Fprintf(stderr, "bindery: feed ended (%s); resuming after seq %d\n", reason, st.Last)
+					} else {
+						fmt.Fprintf(stderr, "bindery: feed ended (%s)\n", reason)
+					}
 					break
 				}
 				if err := ev.print(stdout, e, f.json); err != nil {
 					return err
 				}
 			}
-			opt.Since, opt.HasSince = st.Last, true
+			// Resume after the last event printed; with none printed yet
+			// there is no seq to resume from, and the feed goes on live.
+			if st.Last >= 0 {
+				opt.Since, opt.HasSince = st.Last, true
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -294,7 +331,8 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if asJSON {
 		return true, printJSON(stdout, st)
 	}
-	fmt.Fprintf(stdout, "\nbinding state of %s:\n", id)
+	name := (&shortIDs{c: c}).of(ctx, id)
+	fmt.Fprintf(stdout, "\nbinding state of %s:\n", name)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  engaged\t%s\n", yesNo(st.Engaged))
 	if st.Parent != nil {

@@ -59,8 +59,12 @@ func status(args []string, stdout, stderr io.Writer) error {
 	} else if h.Watcher.Error != "" {
 		watch = "degraded: " + h.Watcher.Error
 	}
-	if h.Watcher.Running && h.Watcher.Error == "" && len(h.Watcher.Problems) > 0 {
-		watch = fmt.Sprintf("degraded: %d problems (below)", len(h.Watcher.Problems))
+	waiting, problems := splitProblems(h.Watcher.Problems)
+	switch {
+	case h.Watcher.Running && h.Watcher.Error == "" && len(problems) > 0:
+		watch = fmt.Sprintf("degraded: %s (below)", plural(len(problems), "problem", "problems"))
+	case h.Watcher.Running && h.Watcher.Error == "" && len(waiting) > 0 && h.Watcher.Sessions == 0:
+		watch = "running, waiting for pi (below)"
 	}
 	if !h.Watcher.InitialScan {
 		watch += " (first scan in progress)"
@@ -84,19 +88,45 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(h.Watcher.Problems) > 0 {
-		fmt.Fprintf(stdout, "\nnot followed now (%d):\n", len(h.Watcher.Problems))
-		for _, p := range h.Watcher.Problems {
-			fmt.Fprintf(stdout, "  %s  %s\n      %s (since %s)\n", p.Kind, p.Path, p.Reason, p.Since.Local().Format(time.DateTime))
+	if len(waiting) > 0 {
+		// Before pi's first session its folder does not exist: bindery
+		// watches for it, and that is health (exit 0), not a problem.
+		fmt.Fprintln(stdout, "\nwaiting for pi: no session folder yet (pi makes it with its first")
+		fmt.Fprintln(stdout, "session; bindery watches for it):")
+		for _, p := range waiting {
+			fmt.Fprintf(stdout, "  %s\n", p.Path)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stdout, "\nnot followed now (%d):\n", len(problems))
+		for _, p := range problems {
+			// A path is printed whole, to be copied (on a line of its own
+			// when long); the reason is wrapped below it.
+			fmt.Fprintf(stdout, "%s\n%s\n", pathLine("  "+p.Kind+"  ", p.Path),
+				wrapText(fmt.Sprintf("      %s (since %s)", p.Reason, p.Since.Local().Format(time.DateTime)), 80, ""))
 		}
 	}
 	if n := len(h.Watcher.IngestErrors); n > 0 {
 		fmt.Fprintf(stdout, "\nlines skipped (newest %d of %d; bindery show <session> lists a session's):\n", n, h.Database.IngestErrors)
 		for _, e := range h.Watcher.IngestErrors {
-			fmt.Fprintf(stdout, "  %s:%d (offset %d): %s\n", e.File, e.Line, e.Offset, e.Reason)
+			fmt.Fprintf(stdout, "  %s:%d (offset %d):\n%s\n", e.File, e.Line, e.Offset,
+				wrapText("      "+e.Reason, 80, ""))
 		}
 	}
 	return degradedErr(h)
+}
+
+// splitProblems parts the session folders pi has not made yet (waiting:
+// listed, not degraded) from what the watcher cannot follow.
+func splitProblems(all []api.WatcherProblem) (waiting, problems []api.WatcherProblem) {
+	for _, p := range all {
+		if p.Kind == "folder-missing" {
+			waiting = append(waiting, p)
+		} else {
+			problems = append(problems, p)
+		}
+	}
+	return waiting, problems
 }
 
 // degradedError makes status exit 4: the daemon runs, but something is
@@ -106,11 +136,12 @@ type degradedError struct{ why string }
 func (e *degradedError) Error() string { return "degraded: " + e.why }
 
 func degradedErr(h api.Health) error {
+	_, problems := splitProblems(h.Watcher.Problems)
 	switch {
 	case !h.Watcher.Running:
 		return &degradedError{"the watcher is stopped: " + h.Watcher.Error}
-	case len(h.Watcher.Problems) > 0:
-		return &degradedError{fmt.Sprintf("%d things are not followed (see above)", len(h.Watcher.Problems))}
+	case len(problems) > 0:
+		return &degradedError{plural(len(problems), "thing is", "things are") + " not followed (see above)"}
 	case h.Watcher.Degraded:
 		return &degradedError{h.Watcher.Error}
 	}
@@ -141,7 +172,16 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 		return printJSON(stdout, api.SessionList{Sessions: list})
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no sessions yet")
+		if cwd == "" {
+			fmt.Fprintln(stdout, "no sessions yet (bindery status shows the folders it watches)")
+			return nil
+		}
+		// Sessions are matched by the folder pi ran in, which may be gone
+		// since; say which of the two this is.
+		fmt.Fprintf(stdout, "no pi session ran in %s or a folder under it\n", cwd)
+		if _, err := os.Stat(cwd); err != nil {
+			fmt.Fprintln(stdout, "(that folder does not exist here)")
+		}
 		return nil
 	}
 	all := list
@@ -152,7 +192,13 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return printSessions(stdout, list, all, time.Now())
+	if err := printSessions(stdout, list, all, time.Now()); err != nil {
+		return err
+	}
+	// ENGAGED is bindery's word; say what it means under the table.
+	_, err = fmt.Fprintln(stdout, "ENGAGED yes: bindery accepted a reply of the session (pi-bindery ran); it\n"+
+		"then keeps only the thinking it saw the provider sign, and strips the rest.")
+	return err
 }
 
 // printSessions is the sessions table, fitted to width(w): ids as unique
@@ -198,10 +244,22 @@ func printSessions(w io.Writer, list, all []api.Session, now time.Time) error {
 	for _, wd := range widths[:n-1] {
 		used += wd + 2
 	}
+	// A long id (a prefix that must run long to be unique) leaves the cwd
+	// too little room: THINK, then ENTRIES, give theirs (--json has them).
+	for _, col := range []int{3, 2} {
+		if cols-used >= 12 {
+			break
+		}
+		used -= widths[col] + 2
+		widths[col] = -1
+	}
 	last := max(12, cols-used)
 	var b strings.Builder
 	for _, r := range rows {
 		for i, c := range r[:n-1] {
+			if widths[i] < 0 {
+				continue // dropped for room
+			}
 			pad := widths[i] - utf8.RuneCountInString(c)
 			if i >= 2 && i <= 3 { // counts right-aligned
 				b.WriteString(strings.Repeat(" ", pad) + c + "  ")
@@ -240,6 +298,9 @@ func show(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if strings.TrimSpace(rest[0]) == "" {
+		return cmd.fail("the session id is empty: name one (bindery sessions lists them)")
+	}
 	ctx, cancel := callCtx()
 	defer cancel()
 	if rest[0], err = resolveSession(ctx, f.client(), rest[0]); err != nil {
@@ -262,9 +323,10 @@ func show(args []string, stdout, stderr io.Writer) error {
 	if f.json {
 		return printJSON(stdout, d)
 	}
+	ids := shortIDs{c: f.client()}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	for _, r := range [][2]string{
-		{"session", d.ID},
+		{"session", ids.of(ctx, d.ID)},
 		{"file", d.File},
 		{"cwd", d.Cwd},
 		{"version", fmt.Sprint(d.Version)},
@@ -293,7 +355,7 @@ func show(args []string, stdout, stderr io.Writer) error {
 	if len(d.IngestErrors) > 0 {
 		fmt.Fprintf(stdout, "\nlines skipped (%d):\n", len(d.IngestErrors))
 		for _, e := range d.IngestErrors {
-			fmt.Fprintf(stdout, "  line %d (offset %d): %s\n", e.Line, e.Offset, e.Reason)
+			fmt.Fprintln(stdout, wrapText(fmt.Sprintf("  line %d (offset %d): %s", e.Line, e.Offset, e.Reason), 80, "    "))
 		}
 	}
 	if len(d.SameID) > 1 {
@@ -386,4 +448,14 @@ func fileNotFollowed(ctx context.Context, c *api.Client, path string) string {
 		}
 	}
 	return ""
+}
+
+// pathLine is label then path on one line when they fit 80 columns, else
+// the path on a line of its own below the label: a path is never cut, so
+// it can be copied, and is the one thing allowed past 80 columns.
+func pathLine(label, path string) string {
+	if utf8.RuneCountInString(label+path) <= 80 {
+		return label + path
+	}
+	return strings.TrimRight(label, " ") + "\n    " + path
 }

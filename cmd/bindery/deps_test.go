@@ -22,7 +22,10 @@ func TestClientImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	const module = "github.com/my-pi/bindery"
-	serving := map[string]bool{"serve.go": true}
+	// serve.go runs the daemon; service.go installs it as a service with
+	// the folders the daemon would resolve (daemon.DefaultConfig) and the
+	// shipped unit (systemd).
+	serving := map[string]bool{"serve.go": true, "service.go": true}
 	checked := 0
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -41,6 +44,7 @@ func TestClientImports(t *testing.T) {
 			switch {
 			case path == module+"/api" || strings.HasPrefix(path, module+"/api/"):
 			case serving[name] && path == module+"/daemon":
+			case name == "service.go" && path == module+"/systemd":
 			case name == "proxy.go" && path == module+"/proxy":
 			default:
 				t.Errorf("%s imports %s: a client command uses only %s/api (the daemon's packages are the daemon's)", name, path, module)

@@ -302,7 +302,7 @@ func TestEndToEnd(t *testing.T) {
 		if got, _, code := e.run("show", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
 			t.Errorf("show %s (the printed prefix): %d\n%s", livePrefix, code, got)
 		}
-		if got, serr, code := e.run("report", "--session", livePrefix); code != 0 || !strings.Contains(got, live.ID) {
+		if got, serr, code := e.run("report", "--session", livePrefix); code != 0 || !strings.Contains(got, "session "+livePrefix+" ") {
 			t.Errorf("report --session %s (the printed prefix): %d\n%s%s", livePrefix, code, got, serr)
 		}
 	}
@@ -396,6 +396,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// A second daemon on the same state refuses, naming the first.
 	_, serr, code = e.run("serve")
+	serr = strings.Join(strings.Fields(serr), " ") // wrapped at 80 columns
 	if code == 0 || !strings.Contains(serr, "in use by another bindery") || !strings.Contains(serr, fmt.Sprint("pid ", d.cmd.Process.Pid)) {
 		t.Errorf("second daemon: exit %d: %s", code, serr)
 	}

@@ -48,7 +48,13 @@ func (c *command) client() *clientFlags {
 
 // usage prints the synopsis and every flag as --name.
 func (c *command) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: bindery %s %s\n", c.name, c.synopsis)
+	// The synopsis line continues indented; a paragraph after it (serve's)
+	// wraps flush.
+	head, rest, _ := strings.Cut(fmt.Sprintf("Usage: bindery %s %s", c.name, c.synopsis), "\n")
+	fmt.Fprintln(w, wrapText(head, 80, "    "))
+	if rest != "" {
+		fmt.Fprintln(w, wrapText(rest, 80, ""))
+	}
 	writeFlags(w, c.fs)
 }
 
@@ -63,7 +69,7 @@ func writeFlags(w io.Writer, fs *flag.FlagSet) {
 			line += " " + name
 		}
 		fmt.Fprintln(w, line)
-		for _, l := range strings.Split(help, "\n") {
+		for _, l := range strings.Split(wrapText(help, 74, ""), "\n") {
 			fmt.Fprintf(w, "      %s\n", l)
 		}
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
@@ -104,6 +110,20 @@ func (c *command) parse(args []string, min, max int) ([]string, error) {
 		return nil, c.fail("unexpected argument %q", rest[max])
 	}
 	return rest, nil
+}
+
+// emptyFlag fails when one of names was given as an empty string
+// (--session ”): an empty id must not quietly mean "all of them".
+func (c *command) emptyFlag(names ...string) error {
+	var err error
+	c.fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if err == nil && f.Name == n && f.Value.String() == "" {
+				err = c.fail("--%s is empty: name one (bindery sessions lists them)", n)
+			}
+		}
+	})
+	return err
 }
 
 // require fails with the first of names (flags) left empty.

@@ -29,3 +29,33 @@ func resolveSession(ctx context.Context, c *api.Client, typed string) (string, e
 	}
 	return typed, nil
 }
+
+// shortIDs prints session ids as the tables do (api.ShortIDs over every
+// session the daemon knows), for commands that name one session or follow
+// the feed. An id that is not a pi session (another host's conversation)
+// prints whole. The session list is fetched again when an id it does not
+// hold comes along (a session pi has just started).
+type shortIDs struct {
+	c     *api.Client
+	short map[string]string
+}
+
+func (s *shortIDs) of(ctx context.Context, id string) string {
+	if p, ok := s.short[id]; ok {
+		return p
+	}
+	list, err := s.c.Sessions(ctx)
+	if err != nil {
+		return id
+	}
+	ids := make([]string, len(list))
+	for i, x := range list {
+		ids[i] = x.ID
+	}
+	s.short = api.ShortIDs(ids)
+	if p, ok := s.short[id]; ok {
+		return p
+	}
+	s.short[id] = id // not a session: whole, and not asked about again
+	return id
+}

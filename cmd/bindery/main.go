@@ -29,18 +29,26 @@ var version = ""
 const usage = `bindery keeps a durable record of pi's sessions and thinking blocks.
 
 Usage:
-  bindery serve [flags]            run the daemon (bindery serve -h lists the flags)
-  bindery status [--json]          the daemon's health; what is not followed (exit 4 then)
-  bindery sessions [--json] [--cwd DIR]   every pi session bindery knows (or a workspace's)
-  bindery show [--json] <session>  one session (or conversation): branches, frontiers, binding state
-  bindery compile --conversation ID [--branch B] --file request.json [--plan] [--dry-run] [--out FILE]
+  bindery serve [flags]          run the daemon (bindery serve -h lists flags)
+  bindery service install|uninstall|status   run the daemon at every login
+  bindery status [--json]        the daemon's health (exit 4: not all followed)
+  bindery sessions [--cwd DIR]   every pi session bindery knows
+  bindery show <session>         one session or conversation: branches,
+                                 frontiers, binding state
+  bindery compile --conversation ID --file request.json [--branch B]
+                  [--plan] [--dry-run] [--out FILE]
   bindery accept --compile ID [--reply FILE] [--transformations FILE]
-  bindery release --conversation ID (--compile ID --path messages.N.content.M | --signature SIG)
-  bindery tail [--conversation ID] [--since SEQ] [--json]   the live event feed
-  bindery report [--session ID] [--json] [--chart FILE.svg|.html]   cache and thinking economics
-  bindery whatif [--session ID] [--keep N] [--json] [--chart FILE]   sessions replayed under policies
-  bindery conversations [--json]   bindery proxy's conversations (Claude Code...)
-  bindery proxy [--listen ADDR] [--upstream URL]   an Anthropic API gateway
+  bindery release --conversation ID
+                  (--compile ID --path messages.N.content.M | --signature SIG)
+  bindery tail [--conversation ID] [--since SEQ]   the live event feed
+  bindery report [--session ID] [--chart FILE.svg|.html]   what thinking and
+                                 caching cost
+  bindery whatif [--session ID] [--keep N] [--chart FILE]   your sessions
+                                 replayed under thinking policies
+  bindery conversations          bindery proxy's conversations (Claude Code,
+                                 opencode, the SDKs)
+  bindery proxy [--listen 127.0.0.1:PORT] [--upstream URL]
+                                 Anthropic API gateway
   bindery version
 
 Client commands take --socket PATH (env BINDERY_SOCKET) and --json; a session
@@ -80,12 +88,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = reportCmd(rest, stdout, stderr)
 	case "whatif":
 		err = whatifCmd(rest, stdout, stderr)
+	case "service":
+		err = serviceCmd(rest, stdout, stderr)
 	case "proxy":
 		err = proxyCmd(rest, stdout, stderr)
 	case "conversations":
 		err = conversationsCmd(rest, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "bindery", buildVersion())
+		err = versionCmd(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -98,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return exitUsage
 	}
-	fmt.Fprintln(stderr, "bindery:", err)
+	fmt.Fprintln(stderr, wrapText("bindery: "+err.Error(), 80, "  "))
 	if _, ok := errors.AsType[*api.NotRunningError](err); ok {
 		return exitDown
 	}
@@ -145,4 +155,19 @@ func buildVersion() string {
 		return fmt.Sprintf("devel %s%s (%s)", rev, dirty, when)
 	}
 	return "devel " + rev + dirty
+}
+
+// versionCmd prints the build's version, as text or (--json) as
+// {"version": ...} for tools.
+func versionCmd(args []string, stdout, stderr io.Writer) error {
+	cmd := newCommand("version", "[--json]", stdout, stderr)
+	asJSON := cmd.fs.Bool("json", false, "print JSON instead of text")
+	if _, err := cmd.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]string{"version": buildVersion()})
+	}
+	_, err := fmt.Fprintln(stdout, "bindery", buildVersion())
+	return err
 }

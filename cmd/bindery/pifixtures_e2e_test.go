@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/my-pi/bindery/daemon/report"
@@ -440,7 +439,7 @@ func inode(t *testing.T, path string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Sys().(*syscall.Stat_t).Ino
+	return inodeOf(fi)
 }
 
 var (

@@ -23,6 +23,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if err := cmd.emptyFlag("session"); err != nil {
+		return err
+	}
 	asJSON := f.json
 	ext := strings.ToLower(filepath.Ext(chart))
 	if chart != "" && ext != ".svg" && ext != ".html" && ext != ".htm" {
@@ -51,6 +54,11 @@ func reportCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
+		if rep.Scope == "session" {
+			// The header names the session as every table does.
+			ids := shortIDs{c: c}
+			rep.Session = ids.of(ctx, rep.Session)
+		}
 		fmt.Fprint(stdout, reportText(rep))
 	}
 	if chart == "" {

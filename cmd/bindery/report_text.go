@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
@@ -15,14 +14,26 @@ func reportText(r api.Report) string {
 	var b strings.Builder
 	f := r.Figures
 	if r.Scope == "session" {
-		fmt.Fprintf(&b, "bindery report: session %s", r.Session)
+		// The id and the model, then the span on a line of its own: the
+		// two timestamps made the first line 132 columns.
+		title, span := "bindery report: session "+r.Session, ""
 		if r.Model != "" {
-			fmt.Fprintf(&b, " (%s)", r.Model)
+			if m := " (" + r.Model + ")"; utf8.RuneCountInString(title+m) <= textWidth {
+				title += m
+			} else {
+				span = r.Model
+			}
 		}
 		if r.First != "" {
-			fmt.Fprintf(&b, ", %s to %s", r.First, r.Last)
+			if span != "" {
+				span += ", "
+			}
+			span += fmt.Sprintf("from %s to %s", when(r.First), when(r.Last))
 		}
-		b.WriteString("\n")
+		b.WriteString(title + "\n")
+		if span != "" {
+			b.WriteString(span + "\n")
+		}
 		if len(r.SameID) > 1 {
 			fmt.Fprintf(&b, "%d files carry this session id; reporting the first (live, latest activity):\n", len(r.SameID))
 			for _, f := range r.SameID {
@@ -30,7 +41,7 @@ func reportText(r api.Report) string {
 				if f.Removed {
 					state = "removed"
 				}
-				fmt.Fprintf(&b, "  %s (%s, last activity %s)\n", f.File, state, f.LastActivity)
+				fmt.Fprintf(&b, "  %s (%s, last activity %s)\n", f.File, state, when(f.LastActivity))
 			}
 		}
 		b.WriteString("\n")
@@ -137,42 +148,56 @@ func reportText(r api.Report) string {
 		} else {
 			fmt.Fprintf(&b, "\ncache breaks, costliest %d of %d (left: what the request before left)\n", len(r.Breaks), len(r.Breaks)+r.BreaksOmitted)
 		}
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		var rows [][]string
 		if r.Scope == "session" {
-			fmt.Fprintf(tw, "req\tline\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
+			rows = append(rows, []string{"req", "line", "cyc.turn", "left", "read", "rewrote", "cost", "cause"})
 		} else {
-			fmt.Fprintf(tw, "session\treq\tcyc.turn\tleft\tread\trewrote\tcost\tcause\t\n")
+			rows = append(rows, []string{"session", "req", "cyc.turn", "left", "read", "rewrote", "cost", "cause"})
 		}
 		for _, x := range r.Breaks {
 			first := fmt.Sprint(x.Line)
 			if r.Scope != "session" {
 				first = short(x.Session)
 			}
-			if r.Scope == "session" {
-				fmt.Fprintf(tw, "%d\t%s\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", x.Request, first, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
-			} else {
-				fmt.Fprintf(tw, "%s\t%d\t%d.%d\t%s\t%s\t%s\t%s\t%s\t\n", first, x.Request, x.Cycle, x.Turn, tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause)
+			cells := []string{fmt.Sprint(x.Request), first}
+			if r.Scope != "session" {
+				cells = []string{first, fmt.Sprint(x.Request)}
 			}
+			rows = append(rows, append(cells, fmt.Sprintf("%d.%d", x.Cycle, x.Turn), tok(x.Left), tok(x.ReadAfter), tok(x.Rewritten), optMoney(x.Cost), x.Cause))
 		}
-		tw.Flush()
+		// Too wide (a long id): cyc.turn, then left and read go first.
+		b.WriteString(fitTable(rows, 2, textWidth, 2, 3, 4))
 	}
-	if r.Scope == "archive" && len(r.Sessions) > 0 {
-		n := min(10, len(r.Sessions))
-		fmt.Fprintf(&b, "\ntop %d of %s by spend (a session's spend is its report's total)\n", n, plural(len(r.Sessions), "session", "sessions"))
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "session\tmodel\treqs\tcycles\tbreaks\thit\tavoid\tspend\t\n")
+	// Sessions that made no request and cost nothing (pi started and quit,
+	// or a file deleted before its first reply) are $0.00 rows that say
+	// nothing: counted, not listed.
+	var listed []api.SessionLine
+	for _, l := range r.Sessions {
+		if l.Requests > 0 || l.Spend != 0 || l.Unpriced > 0 {
+			listed = append(listed, l)
+		}
+	}
+	if r.Scope == "archive" && len(listed) > 0 {
+		n := min(10, len(listed))
+		fmt.Fprintf(&b, "\ntop %d of %s by spend (a session's spend is its report's total)\n", n, plural(len(listed), "session", "sessions"))
+		rows := [][]string{{"session", "model", "reqs", "cycles", "breaks", "hit", "avoid", "spend"}}
 		unpriced := false
-		for _, l := range r.Sessions[:n] {
+		for _, l := range listed[:n] {
 			sp := money(l.Spend)
 			if l.Unpriced > 0 {
 				sp += "*"
 				unpriced = true
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t%s\t\n", short(l.Session), clip(strings.TrimPrefix(l.Model, "claude-"), 14), l.Requests, l.Cycles, l.Breaks, 100*l.HitRatio, money(l.Avoidable), sp)
+			rows = append(rows, []string{short(l.Session), clip(strings.TrimPrefix(l.Model, "claude-"), 14), fmt.Sprint(l.Requests), fmt.Sprint(l.Cycles),
+				fmt.Sprint(l.Breaks), fmt.Sprintf("%.0f%%", 100*l.HitRatio), money(l.Avoidable), sp})
 		}
-		tw.Flush()
+		// Too wide (a long id): cycles, breaks, hit go first.
+		b.WriteString(fitTable(rows, 2, textWidth, 3, 4, 5))
 		if unpriced {
 			b.WriteString("* and requests without a price (bindery report --session ID lists them)\n")
+		}
+		if k := len(r.Sessions) - len(listed); k > 0 {
+			fmt.Fprintf(&b, "(and %s without a request, not listed)\n", plural(k, "session", "sessions"))
 		}
 	}
 	return b.String()

@@ -50,11 +50,6 @@ func TestTextFits80Columns(t *testing.T) {
 	for name, r := range map[string]api.Report{"archive": archive, "session": session} {
 		txt := reportText(r)
 		for _, l := range strings.Split(txt, "\n") {
-			// The session report's title names the whole id and its time
-			// span: the one line allowed to be long, as a title.
-			if strings.HasPrefix(l, "bindery report: session ") {
-				continue
-			}
 			if n := utf8.RuneCountInString(l); n > 80 {
 				t.Errorf("%s: a line of %d columns:\n%s", name, n, l)
 			}
@@ -114,5 +109,31 @@ func TestWhatIfTextFits80Columns(t *testing.T) {
 	one := api.WhatIf{Scope: "session", Keep: 16, Policies: names, Sessions: sessions[2:]}
 	if txt := whatifText(one); !strings.Contains(txt, "NOT CALIBRATED: off") || !strings.Contains(txt, "unknown") {
 		t.Errorf("one uncalibrated session:\n%s", txt)
+	}
+}
+
+// A session that made no request and cost nothing (pi started and quit, a
+// file deleted before its first reply) is counted, not listed as a $0.00
+// row, in report's and whatif's per-session tables (issue 32).
+func TestSessionsWithoutRequestsNotListed(t *testing.T) {
+	live, empty := "0193e6c4-aaaa-7000-8000-000000000001", "0193e6c4-bbbb-7000-8000-000000000002"
+	r := api.Report{Scope: "archive", Figures: api.Figures{Sessions: 2}, Sessions: []api.SessionLine{
+		{Session: live, Model: "claude-sonnet-4-5", Requests: 3, Spend: 1.25},
+		{Session: empty},
+	}}
+	txt := reportText(r)
+	if !strings.Contains(txt, "top 1 of 1 session by spend") || strings.Contains(txt, "0193e6c4-b") ||
+		!strings.Contains(txt, "(and 1 session without a request, not listed)") {
+		t.Errorf("report:\n%s", txt)
+	}
+	spend := 1.25
+	pol := []api.PolicyResult{{Policy: "as-recorded", Spend: &spend}}
+	w := api.WhatIf{Scope: "archive", Keep: 16, Policies: []string{"as-recorded"}, Archive: pol, Calibrated: 1, Sessions: []api.WhatIfSession{
+		{Session: live, Requests: 3, Calibration: api.Calibration{OK: true}, Policies: pol},
+		{Session: empty, Calibration: api.Calibration{OK: true}, Policies: pol},
+	}}
+	txt = whatifText(w)
+	if strings.Contains(txt, empty) || !strings.Contains(txt, "(and 1 session without a request to replay, not listed)") {
+		t.Errorf("whatif:\n%s", txt)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,13 @@ import (
 )
 
 func serve(args []string, stdout, stderr io.Writer) error {
+	if runtime.GOOS == "windows" {
+		// Said at start rather than found out at the first call: the
+		// daemon would refuse every connection (api checks who connects).
+		return errors.New("bindery serve does not run on Windows: it cannot tell who connects to its\n" +
+			"socket (no peer credentials there), so it would refuse every call.\n" +
+			"Run bindery inside WSL; the client commands build here but need a daemon")
+	}
 	cfg, err := daemon.DefaultConfig(os.Getenv)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 	}
 	e.Reset()
 	sock := t.TempDir() + "/none.sock"
-	if code := run([]string{"sessions", "--socket", sock}, &o, &e); code != 3 || !strings.Contains(e.String(), "bindery is not running (socket "+sock+")") {
+	if code := run([]string{"sessions", "--socket", sock}, &o, &e); code != 3 || !strings.Contains(e.String(), "bindery is not running: nothing answers on") || !strings.Contains(e.String(), sock) {
 		t.Errorf("not running: %d %q", code, e.String())
 	}
 	e.Reset()

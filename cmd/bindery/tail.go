@@ -14,7 +14,10 @@ import (
 // type, and what the type says. A conversation's id is printed once, on a
 // line of its own, when the feed moves to it, so event lines stay within
 // 80 columns and the id can still be pasted whole.
-type eventPrinter struct{ conv string }
+type eventPrinter struct {
+	conv  string
+	short func(string) string // a session id as its unique prefix (nil: whole)
+}
 
 func (p *eventPrinter) print(w io.Writer, e api.Event, asJSON bool) error {
 	if asJSON {
@@ -25,7 +28,11 @@ func (p *eventPrinter) print(w io.Writer, e api.Event, asJSON bool) error {
 	if e.Conversation != p.conv {
 		p.conv = e.Conversation
 		if p.conv != "" {
-			fmt.Fprintf(&b, "── %s\n", p.conv)
+			name := p.conv
+			if p.short != nil {
+				name = p.short(name)
+			}
+			fmt.Fprintf(&b, "── %s\n", name)
 		}
 	}
 	line := fmt.Sprintf("%6d %s %-8s", e.Seq, e.Time.Local().Format("15:04:05"), e.Type)
@@ -39,7 +46,13 @@ func (p *eventPrinter) print(w io.Writer, e api.Event, asJSON bool) error {
 			line += " " + m
 		}
 	}
-	b.WriteString(strings.TrimRight(line, " "))
+	line = strings.TrimRight(line, " ")
+	if utf8.RuneCountInString(line) > cols {
+		// What must be said ran long (a reason's text): the line still
+		// never wraps; --json has it whole.
+		line = string([]rune(line)[:cols-1]) + "…"
+	}
+	b.WriteString(line)
 	_, err := fmt.Fprintln(w, b.String())
 	return err
 }
@@ -122,7 +135,7 @@ func eventDetail(e api.Event) (string, []string) {
 		}
 		return f.Change, nil
 	case api.EventIngestError:
-		return fmt.Sprintf("%s:%d %s", f.File, f.Line, f.Reason), nil
+		return fmt.Sprintf("%s %s", clipLeft(fmt.Sprintf("%s:%d", f.File, f.Line), 36), f.Reason), nil
 	case api.EventTransform:
 		return fmt.Sprintf("%s %s %s", f.Transformation, f.Path, f.Reason), nil
 	}

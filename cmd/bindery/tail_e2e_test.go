@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
@@ -70,4 +71,80 @@ func TestTailText(t *testing.T) {
 			t.Errorf("accept line: %q", l)
 		}
 	}
+}
+
+// TestTailWaitsForDaemon: a tail started with the daemon down waits for it
+// (said once), follows it when it starts, and when it stops says so once
+// and waits again, backing off, without a resume line naming seq -1 and
+// without repeating "not running" every retry (issue 32).
+// --no-reconnect still exits 3 at once.
+func TestTailWaitsForDaemon(t *testing.T) {
+	d := newDaemon(t)
+	d.stop(true)
+
+	if _, serr, code := runBin(t, d.bin, "tail", "--no-reconnect", "--socket", d.sock); code != 3 || !strings.Contains(serr, "not running") {
+		t.Errorf("tail --no-reconnect with the daemon down: exit %d %s", code, serr)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.bin, "tail", "--socket", d.sock)
+	out := &lockedWriter{w: new(bytes.Buffer)}
+	errOut := &lockedWriter{w: new(bytes.Buffer)}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	text := func(l *lockedWriter) string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.w.String()
+	}
+	waitFor(t, "tail to say it waits for the daemon", func() (bool, string) {
+		return strings.Contains(text(errOut), "the daemon is not running; waiting for it"), text(errOut)
+	})
+	time.Sleep(2 * time.Second) // several retries
+	select {
+	case err := <-done:
+		t.Fatalf("tail exited with the daemon down: %v\n%s", err, text(errOut))
+	default:
+	}
+	d.start()
+	waitFor(t, "tail to follow the daemon once it starts", func() (bool, string) {
+		return strings.Contains(text(errOut), "following the feed live"), text(errOut)
+	})
+	d.stop(true)
+	waitFor(t, "tail to say the daemon stopped, and wait", func() (bool, string) {
+		e := text(errOut)
+		return strings.Contains(e, "feed ended (the daemon stopped)") && strings.Count(e, "not running; waiting") == 2, e
+	})
+	time.Sleep(3 * time.Second)
+	e := text(errOut)
+	if n := strings.Count(e, "not running"); n != 2 || strings.Contains(e, "seq -1") || strings.Contains(e, "since=") {
+		t.Errorf("tail's messages over two outages:\n%s", e)
+	}
+	d.start()
+	waitFor(t, "tail to reconnect", func() (bool, string) {
+		return strings.Contains(text(errOut), "reconnected; following the feed live"), text(errOut)
+	})
+	cancel()
+	<-done
+}
+
+// runBin runs the binary with args and returns stdout, stderr and the exit
+// code.
+func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), 0
 }

@@ -31,6 +31,9 @@ func whatifCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if err := cmd.emptyFlag("session"); err != nil {
+		return err
+	}
 	if keep < 1 || keep > api.MaxKeepLast {
 		return cmd.fail("--keep %d: want a whole number of turns from 1 to %d", keep, api.MaxKeepLast)
 	}
@@ -60,6 +63,11 @@ func whatifCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
+		// Session ids as every table prints them.
+		ids := shortIDs{c: c}
+		for i := range w.Sessions {
+			w.Sessions[i].Session = ids.of(ctx, w.Sessions[i].Session)
+		}
 		fmt.Fprint(stdout, whatifText(w))
 	}
 	if chart == "" {

@@ -13,17 +13,25 @@ import (
 // session with its calibration and each policy's difference in spend.
 func whatifText(w api.WhatIf) string {
 	var b strings.Builder
+	if len(w.Sessions) == 0 {
+		// A header over no rows reads as a fault; say why there are none.
+		return "bindery whatif: no session to replay yet (no pi session with requests\n" +
+			"on its current branch; bindery sessions lists what bindery has seen)\n"
+	}
 	if w.Scope == "session" && len(w.Sessions) == 1 {
 		s := w.Sessions[0]
 		fmt.Fprintf(&b, "bindery whatif: session %s", s.Session)
 		if s.Model != "" {
 			fmt.Fprintf(&b, " (%s)", s.Model)
 		}
-		fmt.Fprintf(&b, ", %s replayed\n", plural(s.Requests, "request", "requests"))
+		fmt.Fprintf(&b, "\n%s replayed\n", plural(s.Requests, "request", "requests"))
 	} else {
 		fmt.Fprintf(&b, "bindery whatif: archive of %s, %d calibrated\n", plural(len(w.Sessions), "session", "sessions"), w.Calibrated)
 	}
-	fmt.Fprintf(&b, "keep-last keeps the last %d turns' thinking; spend: calibrated sessions only\n\n", w.Keep)
+	fmt.Fprintf(&b, "keep-last keeps the last %d turns' thinking; spend: calibrated sessions only\n", w.Keep)
+	// Named here because the two are read side by side (issue 32).
+	b.WriteString("Not bindery report's figures: only requests with full cache usage are\n" +
+		"replayed, and usage entries (cache warms) are not in the spend.\n\n")
 
 	rows := w.Archive
 	if w.Scope == "session" && len(w.Sessions) == 1 {
@@ -50,40 +58,48 @@ func whatifText(w api.WhatIf) string {
 	if len(w.Sessions) == 0 {
 		return b.String()
 	}
-	ids := make([]string, len(w.Sessions))
-	for i, s := range w.Sessions {
-		ids[i] = s.Session
-	}
-	short := api.ShortIDs(ids)
+	// Session ids print as given: whatifCmd has made them prefixes unique
+	// among every session the daemon knows (a prefix unique among these
+	// rows alone may name several).
 	b.WriteString("\nper session: the as-recorded replay's error against the cache read and write\npi recorded (read%, write%), its spend, and each policy against it\n")
-	tw = tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
-	head := "session\treqs\tread%\twrite%\trecorded\t"
+	head := []string{"session", "reqs", "read%", "write%", "recorded"}
 	if len(w.Policies) > 1 {
 		for _, p := range w.Policies[1:] {
-			head += strings.Replace(p, api.PolicyKeepLast+"-", "keep-", 1) + "\t"
+			head = append(head, strings.Replace(p, api.PolicyKeepLast+"-", "keep-", 1))
 		}
 	}
-	fmt.Fprintln(tw, head)
-	n := min(len(w.Sessions), 20)
-	for _, s := range w.Sessions[:n] {
+	table := [][]string{head}
+	// As in bindery report: a session with no request replayed is not a row.
+	var listed []api.WhatIfSession
+	for _, s := range w.Sessions {
+		if s.Requests > 0 {
+			listed = append(listed, s)
+		}
+	}
+	n := min(len(listed), 20)
+	for _, s := range listed[:n] {
 		c := s.Calibration
-		line := fmt.Sprintf("%s\t%d\t%s\t%s\t", short[s.Session], s.Requests, errPct(c.ReadError), errPct(c.WriteError))
+		line := []string{s.Session, fmt.Sprint(s.Requests), errPct(c.ReadError), errPct(c.WriteError)}
 		if !c.OK {
-			line += "unpriced\t"
+			line = append(line, "unpriced")
 			for range s.Policies[1:] {
-				line += "-\t"
+				line = append(line, "-")
 			}
 		} else {
-			line += optMoney(s.Policies[0].Spend) + "\t"
+			line = append(line, optMoney(s.Policies[0].Spend))
 			for _, p := range s.Policies[1:] {
-				line += deltaPct(p.Delta.Spend, s.Policies[0].Spend) + "\t"
+				line = append(line, deltaPct(p.Delta.Spend, s.Policies[0].Spend))
 			}
 		}
-		fmt.Fprintln(tw, line)
+		table = append(table, line)
 	}
-	tw.Flush()
-	if n < len(w.Sessions) {
-		fmt.Fprintf(&b, "... and %d more (--json lists every session)\n", len(w.Sessions)-n)
+	// Too wide (a long id): reqs, then the calibration errors go first.
+	b.WriteString(fitTable(table, 1, textWidth, 1, 2, 3))
+	if n < len(listed) {
+		fmt.Fprintf(&b, "... and %d more (--json lists every session)\n", len(listed)-n)
+	}
+	if k := len(w.Sessions) - len(listed); k > 0 {
+		fmt.Fprintf(&b, "(and %s without a request to replay, not listed)\n", plural(k, "session", "sessions"))
 	}
 	if w.Uncalibrated > 0 {
 		fmt.Fprintf(&b, "%d not calibrated: the replay missed pi's cache tokens by over %.0f%%: not priced\n",

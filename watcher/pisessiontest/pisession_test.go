@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -107,7 +106,7 @@ func TestFileOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(p)
-	ino := fi.Sys().(*syscall.Stat_t).Ino
+	ino := inodeOf(fi)
 	var mid []byte
 	line := UserLine("u1", "", "hello", time.Now())
 	if err := AppendHalves(p, line, func() { mid, _ = os.ReadFile(p) }); err != nil {
@@ -121,7 +120,7 @@ func TestFileOperations(t *testing.T) {
 	}
 	got, _ := os.ReadFile(p)
 	fi, _ = os.Stat(p)
-	if string(got) != "x\n" || fi.Sys().(*syscall.Stat_t).Ino != ino {
+	if string(got) != "x\n" || inodeOf(fi) != ino {
 		t.Error("rewrite in place changed the inode or the content is wrong")
 	}
 }

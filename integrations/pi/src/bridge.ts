@@ -65,6 +65,10 @@ function deferred<T>(): Deferred<T> {
 /** How long an accept waits for input_transformations read from the response stream. */
 const TRANSFORMATIONS_WAIT_MS = 1000;
 
+/** How often a daemon that stopped answering is asked again, and how long one ask waits. */
+export const PROBE_INTERVAL_MS = 1000;
+const PROBE_TIMEOUT_MS = 1000;
+
 /** Per-session counters shown in the footer. */
 interface SessionState {
   id: string;
@@ -126,6 +130,14 @@ export class BinderyBridge {
   private lastFailure: string | undefined;
   /** Background accept/release calls, so tests and shutdown can wait for them. */
   private inflight = new Set<Promise<unknown>>();
+  /**
+   * Set when a compile ran out of time (a frozen daemon, a wedged one before its watchdog
+   * restarts it): waiting out the deadline again on every request would add it to each
+   * one, so requests go straight on, as if bindery were down, while `probe` asks
+   * /v1/health in the background until the daemon answers again.
+   */
+  private unresponsive = false;
+  private probeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     readonly settings: BinderySettings,
@@ -185,14 +197,67 @@ export class BinderyBridge {
     const msg = err instanceof Error ? err.message : String(err);
     this.lastFailure = msg;
     if (!(err instanceof BinderyError) || err.kind !== "http") this.connected = false;
+    if (err instanceof BinderyError && err.kind === "timeout") this.startProbe();
     if (!this.failureReported) {
       this.failureReported = true;
-      const fallback = this.settings.failOpen
-        ? "pi's requests go out unchanged, as without bindery"
-        : "pi's requests go out with earlier thinking removed (failOpen: false)";
-      this.reporter.notify(ctx, `bindery: ${what} failed (${msg}); ${fallback}. Reported once; see the footer.`, "warning");
+      this.reporter.notify(ctx, this.failureNotice(ctx, what, err, msg), "warning");
     }
     this.showStatus(ctx);
+  }
+
+  /**
+   * The one notice of a failure, in the user's words: what happened (not a raw errno),
+   * what pi does meanwhile, and how to start bindery; the footer only where pi has one
+   * (not in pi -p).
+   */
+  private failureNotice(ctx: PiContext, what: string, err: unknown, msg: string): string {
+    const fallback = this.settings.failOpen
+      ? "pi's requests go out unchanged, as without bindery"
+      : "pi's requests go out with earlier thinking removed (failOpen: false)";
+    const start = "Start it with `bindery service install` (at every login) or `bindery serve`";
+    let text: string;
+    if (err instanceof BinderyError && err.kind === "down") {
+      text = `bindery: ${what} failed: bindery is not running (nothing answers on ${this.client.socketPath}); ${fallback}. ${start}; pi uses it again once it answers.`;
+    } else if (err instanceof BinderyError && err.kind === "timeout") {
+      text = `bindery: ${what} failed: bindery did not answer in time (${msg}); ${fallback}, without waiting for it, until it answers again.`;
+    } else {
+      text = `bindery: ${what} failed (${msg}); ${fallback}.`;
+    }
+    return ctx.hasUI ? `${text} Reported once; the footer shows bindery's state.` : `${text} Reported once.`;
+  }
+
+  /** Asks /v1/health every PROBE_INTERVAL_MS until the daemon answers, off pi's path. */
+  private startProbe(): void {
+    this.unresponsive = true;
+    if (this.probeTimer) return;
+    const tick = async () => {
+      let answered = true;
+      try {
+        await this.client.call("GET", "/v1/health", undefined, PROBE_TIMEOUT_MS);
+      } catch (err) {
+        // Any HTTP answer, an error status included, is a daemon that answers again.
+        answered = err instanceof BinderyError && err.kind === "http";
+      }
+      if (answered) {
+        this.unresponsive = false;
+        this.probeTimer = undefined;
+        return;
+      }
+      this.schedule(tick);
+    };
+    this.schedule(tick);
+  }
+
+  private schedule(tick: () => Promise<void>): void {
+    this.probeTimer = setTimeout(() => void tick(), PROBE_INTERVAL_MS);
+    // The probe must not keep pi -p alive after its answer.
+    this.probeTimer.unref?.();
+  }
+
+  /** Stops the background probe (session shutdown, tests). */
+  stopProbe(): void {
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
   }
 
   private succeeded(ctx: PiContext): void {
@@ -224,6 +289,13 @@ export class BinderyBridge {
     // On Bedrock only Claude's bodies: other models' reasoning carries no signature and
     // is not bindery's to judge.
     if (converse && (!isConverseBody(payload) || !isBedrockClaude(ctx.model, payload))) return undefined;
+    if (this.unresponsive) {
+      // The last compile ran out of time and the probe has not heard from bindery since:
+      // this request does not wait for it again.
+      const session = this.sessionFor(ctx);
+      session.base = undefined;
+      return this.failedCompile(ctx, session, payload, converse, new BinderyError("timeout", "bindery has not answered since a compile ran out of time"));
+    }
     if (isCacheWarming(payload)) return this.warm(payload, ctx, converse);
     const session = this.sessionFor(ctx);
     this.pending = undefined;

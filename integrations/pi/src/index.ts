@@ -74,6 +74,7 @@ export default function bindery(pi: PiExtensionAPI): void {
   pi.on("session_shutdown", async () => {
     // Let a last accept reach bindery before pi exits (each call has a short deadline).
     await bridge.settle();
+    bridge.stopProbe();
   });
 }
 

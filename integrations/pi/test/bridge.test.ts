@@ -110,8 +110,50 @@ test("daemon down (no socket): payload unchanged, failures counted, reported onc
   assert.equal(b.messageEnd(sampleReply(), ctx), undefined); // no compile id: no accept
   assert.equal(b.counters.failures, 3);
   assert.equal(ctx.notes.length, 1);
-  assert.match(ctx.notes[0].message, /compile failed .*ENOENT.*unchanged/);
+  // In the user's words: not a raw errno; what pi does; how to start bindery; the footer
+  // where pi has one (issue 32).
+  assert.match(ctx.notes[0].message, /^bindery: compile failed: bindery is not running \(nothing answers on \/nonexistent\/dir\/bindery.sock\); pi's requests go out unchanged, as without bindery\. Start it with `bindery service install` \(at every login\) or `bindery serve`/);
+  assert.match(ctx.notes[0].message, /the footer shows/);
+  assert.doesNotMatch(ctx.notes[0].message, /ENOENT/);
   assert.match(ctx.status!, /^bindery down/);
+  // pi -p has no footer: the notice does not point to one.
+  const printCtx = new FakeCtx();
+  printCtx.hasUI = false;
+  const lines: string[] = [];
+  const p = new BinderyBridge(settingsFor("/nonexistent/dir/bindery.sock"), { notify: (_c, m) => void lines.push(m) });
+  await p.beforeProviderRequest(samplePayload(), printCtx);
+  assert.equal(lines.length, 1);
+  assert.match(lines[0], /bindery service install/);
+  assert.doesNotMatch(lines[0], /footer/);
+});
+
+test("a frozen daemon costs one deadline: later requests go straight on, a probe notices it is back", async (t) => {
+  const d = await new StubDaemon().start();
+  t.after(() => d.stop());
+  d.handler = () => {}; // frozen (SIGSTOP): accepts connections, never answers
+  const ctx = new FakeCtx();
+  const b = new BinderyBridge(settingsFor(d.socketPath, { compileTimeoutMs: 400 }), uiReporter);
+  t.after(() => b.stopProbe());
+  const compiles = () => d.calls.filter((c) => c.path === "/v1/compile").length;
+  let start = Date.now();
+  assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.ok(Date.now() - start >= 400, "the first request waits out the deadline");
+  assert.match(ctx.notes[0].message, /did not answer in time.*without waiting for it, until it answers again/);
+  start = Date.now();
+  for (let i = 0; i < 3; i++) assert.equal(await b.beforeProviderRequest(samplePayload(), ctx), undefined);
+  assert.ok(Date.now() - start < 200, `the next three requests went straight on (${Date.now() - start} ms)`);
+  assert.equal(compiles(), 1, "no compile was sent to the frozen daemon");
+  assert.equal(ctx.notes.length, 1, "reported once");
+  // The daemon thaws: the background probe hears it, and the next request compiles.
+  d.handler = (await import("./stub-daemon.js")).defaultHandler;
+  const deadline = Date.now() + 10_000;
+  while (d.calls.filter((c) => c.path === "/v1/health").length === 0 || compiles() < 2) {
+    assert.ok(Date.now() < deadline, `no compile after the daemon answered again: ${d.paths().join(" ")}`);
+    await new Promise((r) => setTimeout(r, 100));
+    await b.beforeProviderRequest(samplePayload(), ctx);
+  }
+  assert.match(ctx.status!, /^bindery ✓/);
+  assert.deepEqual(ctx.notes.map((n) => n.type), ["warning", "info"]);
 });
 
 test("daemon slow: the compile deadline passes, payload unchanged", async (t) => {

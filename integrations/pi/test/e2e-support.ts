@@ -153,6 +153,11 @@ export class BinderyProcess {
     exited.catch(() => {});
   }
 
+  /** Sends the daemon a signal (SIGSTOP freezes it as a wedged process is, SIGCONT thaws it). */
+  signal(sig: NodeJS.Signals): void {
+    this.child?.kill(sig);
+  }
+
   async stop(): Promise<void> {
     const c = this.child;
     if (!c || c.exitCode !== null) return;

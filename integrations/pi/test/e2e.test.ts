@@ -45,6 +45,31 @@ describe("pi + pi-bindery + bindery + fake Anthropic", { skip }, () => {
     return { root, d, home, from, seen: () => fake.requests.slice(from) };
   }
 
+  test("a frozen daemon (SIGSTOP) costs one compile deadline, not one a request; pi still answers", async (t) => {
+    const timeout = 4000;
+    const { d, home } = await setup({ compileTimeoutMs: timeout });
+    t.after(async () => {
+      d.signal("SIGCONT");
+      await d.stop();
+    });
+    // The same three-request turn with bindery answering, then frozen: the difference is
+    // what the frozen daemon cost.
+    let start = Date.now();
+    ok(await home.run(["three requests tools:2"]), "run 1");
+    const base = Date.now() - start;
+    d.signal("SIGSTOP");
+    start = Date.now();
+    const r = await home.run(["-c", "three requests tools:2"]);
+    const took = Date.now() - start;
+    ok(r, "run 2, bindery frozen");
+    assert.equal(r.stderr.match(/bindery: compile failed/g)?.length, 1, `reported once: ${r.stderr}`);
+    assert.match(r.stderr, /did not answer in time/);
+    // Waiting out the deadline on each request cost 3 x 4 s; now only the first waits (and
+    // pi's exit may wait for the background probe's one-second ask).
+    t.diagnostic(`answering ${base} ms, frozen ${took} ms`);
+    assert.ok(took - base < timeout + 3000, `a three-request turn took ${took} ms with bindery frozen, ${base} ms with it answering`);
+  });
+
   test("multi-turn session with tool loops: every valid thinking block is replayed, none refused", async (t) => {
     const { d, home, from, seen } = await setup();
     t.after(() => d.stop());

@@ -1,0 +1,7 @@
+package binding
+
+import (
+	"time"
+)
+
+func cpuTime() time.Duration { return 0 }

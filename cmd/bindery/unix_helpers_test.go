@@ -1,0 +1,24 @@
+//go:build unix
+
+package main
+
+// Test helpers that need Unix system calls; unix_helpers_windows_test.go has
+// their Windows stand-ins, so the tests vet on Windows (they run on Unix).
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// mkfifo makes a named pipe (the watcher must refuse one unread).
+func mkfifo(path string, mode uint32) error { return syscall.Mkfifo(path, mode) }
+
+// inodeOf is fi's inode number.
+func inodeOf(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+// setUser runs c as uid (and the same gid): tests run as root need a
+// second user.
+func setUser(c *exec.Cmd, uid uint32) {
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+}
