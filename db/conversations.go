@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// HostConversation is a conversation no pi session file names: one a host
-// named itself (bindery proxy's "claude-code:<session>", a script's own
+// HostConversation is a conversation no pi session names (no session
+// file, and not a pi session's id, which bindery sessions lists): one a
+// host named itself (bindery proxy's "claude-code:<session>", a script's own
 // id), summed from its rows.
 type HostConversation struct {
 	ID        string
@@ -23,7 +24,7 @@ type HostConversation struct {
 // maxHostConversations bounds the list: the newest first.
 const maxHostConversations = 1000
 
-// HostConversations lists the conversations without a session file, the
+// HostConversations lists the conversations of no pi session, the
 // most recently active first, at most maxHostConversations.
 func (d *DB) HostConversations(ctx context.Context) ([]HostConversation, error) {
 	rows, err := d.readQuery(ctx, `SELECT c.id, c.engaged_compile IS NOT NULL, c.created_ms,
@@ -34,6 +35,7 @@ func (d *DB) HostConversations(ctx context.Context) ([]HostConversation, error) 
 		(SELECT count(*) FROM stamps s WHERE s.conversation = c.id),
 		(SELECT count(*) FROM releases r WHERE r.conversation = c.id)
 		FROM conversations c WHERE coalesce(c.session_file, '') = ''
+		AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.id)
 		ORDER BY 4 DESC, c.id LIMIT ?`, maxHostConversations)
 	if err != nil {
 		return nil, fmt.Errorf("host conversations: %w", err)

@@ -91,9 +91,9 @@ func TestEveryCommandFits80Columns(t *testing.T) {
 		{"compile", "--conversation", twins[1], "--file", req, "--plan", "--dry-run"},
 		{"accept", "--compile", comp.CompileID, "--reply", replyFile},
 		{"release", "--conversation", twins[0], "--signature", "c2lnbmF0dXJl"},
-		{"service", "-h"},
+		{"service", "-h"}, {"conversations"}, {"show", twins[1]},
 	}
-	for _, c := range []string{"serve", "status", "sessions", "show", "compile", "accept", "release", "tail", "report", "whatif", "version", "proxy"} {
+	for _, c := range []string{"serve", "status", "sessions", "show", "compile", "accept", "release", "tail", "report", "whatif", "version", "proxy", "conversations"} {
 		cmds = append(cmds, []string{c, "-h"})
 	}
 	// A path's file name carries the whole id; anything else may not.
