@@ -56,13 +56,39 @@ func compileBody(call *CompileCall) (json.RawMessage, error) {
 	return append(out, '}'), nil
 }
 
-// Accept is POST /v1/accept.
+// Accept is POST /v1/accept. The reply goes out as the caller's bytes,
+// spliced into the call as Compile's request is: json.Marshal would
+// validate and compact a json.RawMessage, a second pass over a reply that
+// can run to megabytes (bindery proxy accepts every streamed reply).
 func (c *Client) Accept(ctx context.Context, call *AcceptCall) (*AcceptAnswer, error) {
+	body, err := acceptBody(call)
+	if err != nil {
+		return nil, fmt.Errorf("POST /v1/accept: encode body: %w", err)
+	}
 	var ans AcceptAnswer
-	if err := c.Do(ctx, http.MethodPost, "/v1/accept", call, &ans); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/v1/accept", body, &ans); err != nil {
 		return nil, err
 	}
 	return &ans, nil
+}
+
+// acceptBody encodes call with its Reply copied in verbatim (the daemon
+// reads the body with json.Unmarshal, which validates it).
+func acceptBody(call *AcceptCall) (json.RawMessage, error) {
+	head := *call
+	head.Reply = nil
+	b, err := json.Marshal(&head)
+	if err != nil || len(call.Reply) == 0 {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+len(call.Reply)+len(`,"reply":`))
+	out = append(out, b[:len(b)-1]...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"reply":`...)
+	out = append(out, call.Reply...)
+	return append(out, '}'), nil
 }
 
 // Release is POST /v1/release.

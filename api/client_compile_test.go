@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -64,5 +65,37 @@ func TestClientCompileSendsRequestVerbatim(t *testing.T) {
 	}
 	if back.Conversation != "a<b" || !back.DryRun {
 		t.Errorf("call fields lost: %+v", back)
+	}
+}
+
+// An accept's reply goes out byte for byte, beside the call's other
+// fields, and the whole body is the call json.Marshal would write.
+func TestAcceptBody(t *testing.T) {
+	for _, call := range []*AcceptCall{
+		{CompileID: "c_1", Reply: json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"<&>"}]}`), Usage: json.RawMessage(`{"input_tokens":3}`),
+			InputTransformations: []InputTransformation{{Type: "thinking_dropped", Path: "messages.1.content.0", Reason: "prefix_binding_mismatch"}}},
+		{CompileID: "c_2"},
+		{CompileID: "c_3", Reply: json.RawMessage(`{"content":[]}`)},
+	} {
+		b, err := acceptBody(call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(call.Reply) > 0 && !bytes.Contains(b, append([]byte(`"reply":`), call.Reply...)) {
+			t.Errorf("the reply was re-encoded: %s", b)
+		}
+		var got, want AcceptCall
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		w, _ := json.Marshal(call)
+		json.Unmarshal(w, &want)
+		var gotReply, wantReply any
+		json.Unmarshal(got.Reply, &gotReply)
+		json.Unmarshal(want.Reply, &wantReply)
+		got.Reply, want.Reply = nil, nil
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotReply, wantReply) {
+			t.Errorf("body %s\nreads as %+v, want %+v", b, got, want)
+		}
 	}
 }

@@ -241,9 +241,11 @@ func (r *reply) fastDelta(data []byte) {
 func (r *reply) apply(i int, field, v string) {
 	switch field {
 	case "text":
-		r.parts(i).text.WriteString(v)
+		p := r.parts(i)
+		p.text = append(p.text, v)
 	case "thinking":
-		r.parts(i).thinking.WriteString(v)
+		p := r.parts(i)
+		p.thinking = append(p.thinking, v)
 	case "signature":
 		r.blocks[i]["signature"] = v
 	case "partial_json":
@@ -259,8 +261,10 @@ func (r *reply) apply(i int, field, v string) {
 	}
 }
 
-// textParts gathers a block's text and thinking deltas.
-type textParts struct{ text, thinking strings.Builder }
+// textParts gathers a block's text and thinking deltas as they came (each
+// already its own string), joined once at the block's stop: a builder
+// would copy the text again each time it grew.
+type textParts struct{ text, thinking []string }
 
 func (r *reply) parts(i int) *textParts {
 	if r.texts == nil {
@@ -281,13 +285,13 @@ func (r *reply) join(i int) {
 		return
 	}
 	b := r.blocks[i]
-	if p.text.Len() > 0 {
+	if len(p.text) > 0 {
 		s, _ := b["text"].(string)
-		b["text"] = s + p.text.String()
+		b["text"] = s + strings.Join(p.text, "")
 	}
-	if p.thinking.Len() > 0 {
+	if len(p.thinking) > 0 {
 		s, _ := b["thinking"].(string)
-		b["thinking"] = s + p.thinking.String()
+		b["thinking"] = s + strings.Join(p.thinking, "")
 	}
 	delete(r.texts, i)
 }
