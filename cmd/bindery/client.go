@@ -174,6 +174,7 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 	if len(list) == 0 {
 		if cwd == "" {
 			fmt.Fprintln(stdout, "no sessions yet (bindery status shows the folders it watches)")
+			proxyLine(ctx, f.client(), stdout)
 			return nil
 		}
 		// Sessions are matched by the folder pi ran in, which may be gone
@@ -198,7 +199,25 @@ func sessions(args []string, stdout, stderr io.Writer) error {
 	// ENGAGED is bindery's word; say what it means under the table.
 	_, err = fmt.Fprintln(stdout, "ENGAGED yes: bindery accepted a reply of the session (pi-bindery ran); it\n"+
 		"then keeps only the thinking it saw the provider sign, and strips the rest.")
+	if cwd == "" {
+		proxyLine(ctx, f.client(), stdout)
+	}
 	return err
+}
+
+// proxyLine names, under pi's sessions, the conversations bindery proxy
+// (or another host) compiled, which `bindery conversations` lists. A
+// daemon too old to list them says nothing.
+func proxyLine(ctx context.Context, c *api.Client, w io.Writer) {
+	convs, err := c.Conversations(ctx)
+	if err != nil || len(convs) == 0 {
+		return
+	}
+	n := fmt.Sprintf("%d conversations", len(convs))
+	if len(convs) == 1 {
+		n = "1 conversation"
+	}
+	fmt.Fprintf(w, "and %s from bindery proxy or other hosts: bindery conversations\n", n)
 }
 
 // printSessions is the sessions table, fitted to width(w): ids as unique

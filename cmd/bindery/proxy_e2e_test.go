@@ -112,6 +112,9 @@ func TestProxyToolLoopKeepsValidThinking(t *testing.T) {
 	if !strings.Contains(text, "bindery-test-host\n") || !strings.Contains(text, fmt.Sprintf("%d accepted", len(h.sent))) {
 		t.Errorf("conversations:\n%s", text)
 	}
+	if out, _, _ := pe.run("sessions"); !strings.Contains(out, "and 1 conversation from bindery proxy") {
+		t.Errorf("sessions does not name the proxy's conversation:\n%s", out)
+	}
 	show, _, code := pe.run("show", "bindery-test-host")
 	if code != 0 || !strings.Contains(show, "main/") {
 		t.Errorf("show (exit %d):\n%s", code, show)
