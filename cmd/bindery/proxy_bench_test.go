@@ -64,6 +64,28 @@ func ttfb(b *testing.B, base string, hdr http.Header, body []byte) time.Duration
 	return d
 }
 
+// benchProxy starts a real daemon, a test upstream answering with reply,
+// and an in-process proxy in front of it; cleanup is the benchmark's.
+func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*upstreamtest.Upstream, *httptest.Server, *api.Client) {
+	e := newE2EB(b)
+	e.serveB(b)
+	up, err := upstreamtest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(up.Close)
+	up.SetReply(reply)
+	client := api.NewClient(e.sock)
+	b.Cleanup(client.Close)
+	p, err := proxy.New(proxy.Config{Upstream: up.URL, Client: client, Log: discardLog()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	b.Cleanup(srv.Close)
+	return up, srv, client
+}
+
 // BenchmarkProxyTTFB: time to first byte through the proxy against
 // straight to the upstream, for a 10 KB and a 1 MB request, each turn
 // alternating the two; and the daemon's full compile of the same request
@@ -72,24 +94,9 @@ func ttfb(b *testing.B, base string, hdr http.Header, body []byte) time.Duration
 func BenchmarkProxyTTFB(b *testing.B) {
 	for _, size := range []int{10 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
-			e := newE2EB(b)
-			e.serveB(b)
-			up, err := upstreamtest.Start()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer up.Close()
-			up.SetReply(func(n int, body []byte) []judgetest.ReplyBlock {
+			up, srv, client := benchProxy(b, func(n int, body []byte) []judgetest.ReplyBlock {
 				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
 			})
-			client := api.NewClient(e.sock)
-			defer client.Close()
-			p, err := proxy.New(proxy.Config{Upstream: up.URL, Client: client, Log: discardLog()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := httptest.NewServer(p)
-			defer srv.Close()
 			h := benchHistory(b, up, size)
 			body := h.body()
 			ttfb(b, srv.URL, h.header, body) // the first compile is in full
@@ -118,26 +125,11 @@ func BenchmarkProxyTTFB(b *testing.B) {
 // streamed through the proxy against straight from the upstream: the
 // throughput ratio.
 func BenchmarkProxyStream(b *testing.B) {
-	e := newE2EB(b)
-	e.serveB(b)
-	up, err := upstreamtest.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer up.Close()
 	long := strings.Repeat("All work and no play makes a long reply. ", 100000)
-	up.SetReply(func(int, []byte) []judgetest.ReplyBlock {
+	up, srv, _ := benchProxy(b, func(int, []byte) []judgetest.ReplyBlock {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
-	client := api.NewClient(e.sock)
-	defer client.Close()
-	p, err := proxy.New(proxy.Config{Upstream: up.URL, Client: client, Log: discardLog()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
 	h := newAPIHost(b, up.URL, "claude-opus-5-5")
 	h.user("write a lot")
 	body := h.body()
