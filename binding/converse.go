@@ -264,7 +264,9 @@ func (p *Parser) converseContent() error {
 		b := Block{Span: Span{start, c.pos}, Tokens: (c.pos - start + 3) / 4}
 		var key Span
 		b.Kind, key = p.converseBlock(start)
-		if b.Kind == KindOther {
+		if b.Kind == KindOther && c.in[start] == '{' {
+			// only reads a valid object; a block that is not one (the
+			// Converse parse refuses it later) has no members to count.
 			k, _, _, n := only(c.in, start)
 			b.Result = n == 1 && rawKeyIs(k, "toolResult")
 		}
