@@ -42,15 +42,9 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	// The daemon is shown string content as a text block (shape.go); the
 	// plan's paths fit the client's body as they fit this one.
-	shown, shownEls, err := textBlocks(body, els)
+	shown, shownArr, shownEls, err := textBlocks(body, arr, els)
 	if err != nil {
 		return nil, nil // not a body the daemon could read either: send it on
-	}
-	shownArr := arr
-	if len(shown) != len(body) {
-		if shownArr, _, err = messageSpans(shown); err != nil {
-			return nil, nil
-		}
 	}
 	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer

@@ -20,21 +20,24 @@ package proxy
 // and retries (retry.go): never a refusal the client sees.
 
 // textBlocks returns body with each message's string content written as
-// one text block, or body itself when no message has string content.
-func textBlocks(body []byte, els []span) ([]byte, []span, error) {
+// one text block, or body itself when no message has string content, and
+// the messages array's span and its elements' in what it returns (every
+// edit lies inside the array: its start stays, its end moves by what was
+// added), so the body is scanned once.
+func textBlocks(body []byte, arr span, els []span) ([]byte, span, []span, error) {
 	type edit struct{ content span }
 	var edits []edit
 	for _, m := range els {
 		c, ok, err := member(body, m, "content")
 		if err != nil {
-			return nil, nil, err
+			return nil, span{}, nil, err
 		}
 		if ok && body[c.start] == '"' {
 			edits = append(edits, edit{c})
 		}
 	}
 	if len(edits) == 0 {
-		return body, els, nil
+		return body, arr, els, nil
 	}
 	const open, closing = `[{"type":"text","text":`, `}]`
 	out := make([]byte, 0, len(body)+len(edits)*(len(open)+len(closing)))
@@ -63,5 +66,5 @@ func textBlocks(body []byte, els []span) ([]byte, []span, error) {
 		}
 		moved[i] = span{start, m.end + before}
 	}
-	return out, moved, nil
+	return out, span{arr.start, arr.end + added}, moved, nil
 }

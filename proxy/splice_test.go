@@ -96,11 +96,11 @@ func TestRemovalsEveryShape(t *testing.T) {
 // kept, and the spans follow the edit.
 func TestTextBlocks(t *testing.T) {
 	body := []byte(`{"messages":[{"role":"user","content":"a \"q\" \u00e9"},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"content":"s","role":"system"}]}`)
-	_, els, err := messageSpans(body)
+	arr, els, err := messageSpans(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, moved, err := textBlocks(body, els)
+	out, movedArr, moved, err := textBlocks(body, arr, els)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +108,13 @@ func TestTextBlocks(t *testing.T) {
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
-	_, wantEls, _ := messageSpans(out)
-	if !reflect.DeepEqual(moved, wantEls) {
-		t.Errorf("spans %v, want %v", moved, wantEls)
+	wantArr, wantEls, _ := messageSpans(out)
+	if !reflect.DeepEqual(moved, wantEls) || movedArr != wantArr {
+		t.Errorf("spans %v %v, want %v %v", movedArr, moved, wantArr, wantEls)
 	}
 	same := []byte(`{"messages":[{"role":"user","content":[]}]}`)
-	_, els, _ = messageSpans(same)
-	if out, _, _ := textBlocks(same, els); &out[0] != &same[0] {
+	arr, els, _ = messageSpans(same)
+	if out, _, _, _ := textBlocks(same, arr, els); &out[0] != &same[0] {
 		t.Error("a body with no string content was copied")
 	}
 }
