@@ -29,26 +29,27 @@ const defaultProxyListen = "127.0.0.1:8787"
 
 func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	cmd := newCommand("proxy", "[--listen 127.0.0.1:PORT] [--upstream URL] [--socket PATH]", stdout, stderr)
-	env := func(name, def string) string {
+	env := &proxyEnv{}
+	str := func(name, def string) string {
 		if v := os.Getenv(name); v != "" {
 			return v
 		}
 		return def
 	}
-	listen := cmd.fs.String("listen", env("BINDERY_PROXY_LISTEN", defaultProxyListen), "address to listen on, loopback only (env BINDERY_PROXY_LISTEN)\nclients: ANTHROPIC_BASE_URL=http://ADDRESS")
-	upstream := cmd.fs.String("upstream", env("BINDERY_UPSTREAM", proxy.DefaultUpstream), "the Messages API to forward to (env BINDERY_UPSTREAM)")
+	listen := cmd.fs.String("listen", str("BINDERY_PROXY_LISTEN", defaultProxyListen), "address to listen on, loopback only (env BINDERY_PROXY_LISTEN)\nclients: ANTHROPIC_BASE_URL=http://ADDRESS")
+	upstream := cmd.fs.String("upstream", str("BINDERY_UPSTREAM", proxy.DefaultUpstream), "the Messages API to forward to (env BINDERY_UPSTREAM)")
 	socket := cmd.fs.String("socket", "", "the daemon's socket (env BINDERY_SOCKET; default\n$XDG_RUNTIME_DIR/bindery/bindery.sock)")
-	compileTimeout := cmd.fs.Duration("compile-timeout", envDuration("BINDERY_COMPILE_TIMEOUT", 2*time.Second), "wait this long for the daemon, then send the request\nunchanged (env BINDERY_COMPILE_TIMEOUT)")
-	idle := cmd.fs.Duration("idle-timeout", envDuration("BINDERY_IDLE_TIMEOUT", 5*time.Minute), "end a stream the upstream is silent in this long\n(env BINDERY_IDLE_TIMEOUT)")
-	upTimeout := cmd.fs.Duration("upstream-timeout", envDuration("BINDERY_UPSTREAM_TIMEOUT", 10*time.Minute), "wait this long for the upstream's answer to begin\n(env BINDERY_UPSTREAM_TIMEOUT)")
-	maxBody := cmd.fs.Int64("max-body", envInt("BINDERY_PROXY_MAX_BODY", 32<<20), "bytes of a request body; more is 413 (env BINDERY_PROXY_MAX_BODY)")
-	maxStreams := cmd.fs.Int("max-streams", int(envInt("BINDERY_MAX_STREAMS", 1024)), "requests in flight; more is 529 (env BINDERY_MAX_STREAMS)")
-	logLevel := cmd.fs.String("log-level", env("BINDERY_LOG_LEVEL", "info"), "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
+	compileTimeout := cmd.fs.Duration("compile-timeout", env.duration("BINDERY_COMPILE_TIMEOUT", 2*time.Second), "wait this long for the daemon, then send the request\nunchanged (env BINDERY_COMPILE_TIMEOUT)")
+	idle := cmd.fs.Duration("idle-timeout", env.duration("BINDERY_IDLE_TIMEOUT", 5*time.Minute), "end a stream the upstream is silent in this long\n(env BINDERY_IDLE_TIMEOUT)")
+	upTimeout := cmd.fs.Duration("upstream-timeout", env.duration("BINDERY_UPSTREAM_TIMEOUT", 10*time.Minute), "wait this long for the upstream's answer to begin\n(env BINDERY_UPSTREAM_TIMEOUT)")
+	maxBody := cmd.fs.Int64("max-body", env.int("BINDERY_PROXY_MAX_BODY", 32<<20), "bytes of a request body; more is 413 (env BINDERY_PROXY_MAX_BODY)")
+	maxStreams := cmd.fs.Int("max-streams", int(env.int("BINDERY_MAX_STREAMS", 1024)), "requests in flight; more is 529 (env BINDERY_MAX_STREAMS)")
+	logLevel := cmd.fs.String("log-level", str("BINDERY_LOG_LEVEL", "info"), "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if len(envErrs) > 0 {
-		return errors.Join(envErrs...)
+	if len(env.errs) > 0 {
+		return errors.Join(env.errs...)
 	}
 	for name, v := range map[string]time.Duration{"--compile-timeout": *compileTimeout, "--idle-timeout": *idle, "--upstream-timeout": *upTimeout} {
 		if v <= 0 {
@@ -121,28 +122,29 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// envDuration and envInt read a flag's variable; a value that does not
-// parse is kept in envErrs and refused before the proxy starts, naming it.
-var envErrs []error
+// proxyEnv reads the flags' variables; a value that does not parse is
+// kept and refused before the proxy starts, naming it (one per call of
+// the command: nothing is left over for the next).
+type proxyEnv struct{ errs []error }
 
-func envDuration(name string, def time.Duration) time.Duration {
+func (e *proxyEnv) duration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
 		d, err := time.ParseDuration(v)
 		if err == nil && d > 0 {
 			return d
 		}
-		envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive duration such as 2s", name, v))
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive duration such as 2s", name, v))
 	}
 	return def
 }
 
-func envInt(name string, def int64) int64 {
+func (e *proxyEnv) int(name string, def int64) int64 {
 	if v := os.Getenv(name); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err == nil && n > 0 {
 			return n
 		}
-		envErrs = append(envErrs, fmt.Errorf("%s=%q: want a positive whole number", name, v))
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive whole number", name, v))
 	}
 	return def
 }
