@@ -108,14 +108,14 @@ func (m Mode) String() string {
 type Fate uint8
 
 const (
-	FateRead          Fate = iota // passed and read by the model
-	FateAllowed                   // failed the check, read anyway (thinking_mismatch_allowed)
-	FateDroppedModel              // unreadable by the target model (model_binding_mismatch)
-	FateDroppedPrefix             // failed the check, removed (prefix_binding_mismatch)
-	FateRefused                   // the block the 400 names
-	FateBadSignature              // tampered, foreign or empty signature: a 400 in every mode
-	FateUnjudged                  // the request failed before the judge reached it
-	FateDroppedAccount            // minted in another account by an account-bound model (organization_binding_mismatch)
+	FateRead           Fate = iota // passed and read by the model
+	FateAllowed                    // failed the check, read anyway (thinking_mismatch_allowed)
+	FateDroppedModel               // unreadable by the target model (model_binding_mismatch)
+	FateDroppedPrefix              // failed the check, removed (prefix_binding_mismatch)
+	FateRefused                    // the block the 400 names
+	FateBadSignature               // tampered, foreign or empty signature: a 400 in every mode
+	FateUnjudged                   // the request failed before the judge reached it
+	FateDroppedAccount             // minted in another account by an account-bound model (organization_binding_mismatch)
 )
 
 func (f Fate) String() string {
