@@ -189,7 +189,8 @@ CREATE TABLE stamps (
     branch       TEXT    NOT NULL,
     compile      TEXT,
     entry        TEXT,
-    created_ms   INTEGER NOT NULL
+    created_ms   INTEGER NOT NULL,
+    account      TEXT              -- the minting credential's salted fingerprint (migration 013); NULL: unknown
 ) WITHOUT ROWID;
 CREATE INDEX stamps_conversation ON stamps(conversation);
 CREATE TABLE releases (
@@ -252,3 +253,7 @@ CREATE TABLE report_breaks (
     data TEXT    NOT NULL
 );
 CREATE INDEX report_breaks_file ON report_breaks(file);
+CREATE TABLE salts (
+    name  TEXT PRIMARY KEY,        -- "account": the account fingerprint salt (db/salt.go)
+    value BLOB NOT NULL
+) WITHOUT ROWID;
