@@ -52,6 +52,9 @@ type Binder struct {
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 
+	// salt is the store's account salt once read (account.go)
+	salt atomic.Pointer[[]byte]
+
 	// beforePathRead, when set, runs just before releaseTree reads the
 	// leaf's path, after branchPath found the leaf: tests change the
 	// session file in that window. nil outside tests.

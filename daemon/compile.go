@@ -111,7 +111,7 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 		ID: id, Conversation: call.Conversation, Branch: call.Branch, Seq: seq,
 		Request: req, BindsThinking: call.BindsThinking, DryRun: call.DryRun, Engaged: f.engaged,
 		Stamps: f.stamps, Released: f.released, Remembered: f.remembered, Owner: f.owner, Models: b.models,
-		Compactions: f.compactions, Memory: &c.decide,
+		Compactions: f.compactions, Memory: &c.decide, Account: call.Account,
 	}
 	if !call.DryRun {
 		// In memory, the record shares what it repeats of the record it
