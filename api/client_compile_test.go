@@ -33,7 +33,9 @@ func (*echoBinder) Conversation(context.Context, string) (*ConversationState, er
 func (*echoBinder) Conversations(context.Context) (*ConversationList, error) {
 	return &ConversationList{}, nil
 }
-func (*echoBinder) AccountSalt(context.Context) ([]byte, error) { return []byte("0123456789abcdef0123456789abcdef"), nil }
+func (*echoBinder) AccountSalt(context.Context) ([]byte, error) {
+	return []byte("0123456789abcdef0123456789abcdef"), nil
+}
 
 // A request goes through the Go client byte for byte. pi's compaction
 // summaries hold "<summary>" and its tool results "&" and "<"; json.Marshal
