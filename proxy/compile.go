@@ -46,7 +46,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	if err != nil {
 		return nil, nil // not a body the daemon could read either: send it on
 	}
-	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, DryRun: dry, Return: api.ReturnPlan}
+	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, Account: id.account, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer
 	if bs := p.bases.get(key); bs != nil && !dry {
 		if n, digest := bs.shared(shown, shownEls); n > 0 {

@@ -50,6 +50,7 @@ type ident struct {
 	client       string
 	conversation string
 	branch       string
+	account      string // the credential's fingerprint (account.go); "" none
 }
 
 // identify reads the request's hints and its first message.

@@ -52,6 +52,7 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		// Valid JSON without a messages array: the upstream answers it.
 	} else {
 		id := identify(r.Header, body, els)
+		id.account = p.account(ctx, r.Header, body)
 		c, err = p.compile(ctx, id, body, els, arr, count)
 		if err != nil {
 			return // the client went away

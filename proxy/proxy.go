@@ -70,6 +70,7 @@ type Proxy struct {
 	health   *health
 	slots    chan struct{}
 	wg       sync.WaitGroup // accepts in flight
+	salt     accountSalt    // account.go
 }
 
 // New makes a proxy.

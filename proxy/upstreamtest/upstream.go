@@ -58,6 +58,9 @@ type Upstream struct {
 	pings bool
 	delay time.Duration
 	delta int // bytes of text a delta carries (0: the text in two halves)
+	// accounts maps a credential to the account it authenticates
+	// (SetAccounts); a credential not in it is its own account.
+	accounts map[string]string
 
 	srv *http.Server
 	ln  net.Listener
@@ -93,6 +96,31 @@ func (u *Upstream) Close() {
 	}
 	u.mu.Unlock()
 	u.srv.Close()
+}
+
+// SetAccounts says which account each credential (an x-api-key, or a
+// Bearer token) authenticates; a credential not named is an account of
+// its own. Sonnet 5.5 and Haiku 5.5 blocks are read only in the account
+// that minted them (judgetest.Call.Account).
+func (u *Upstream) SetAccounts(m map[string]string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.accounts = m
+}
+
+// account is the account a request is authenticated as: by its x-api-key,
+// else its Bearer token, as the provider authenticates it.
+func (u *Upstream) account(h http.Header) string {
+	cred := h.Get("X-Api-Key")
+	if cred == "" {
+		cred = strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if a, ok := u.accounts[cred]; ok {
+		return a
+	}
+	return cred
 }
 
 // SetReply chooses the reply's blocks for a request (n counts Messages
@@ -167,7 +195,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		if u.judged(w, &rec, u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header)})) {
+		if u.judged(w, &rec, u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header), Account: u.account(r.Header)})) {
 			writeJSON(w, 200, map[string]any{"input_tokens": len(body) / 4})
 		}
 		return
@@ -211,7 +239,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header)}, blocks)
+	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header), Account: u.account(r.Header)}, blocks)
 	if !u.judged(w, &rec, res) {
 		return
 	}

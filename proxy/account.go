@@ -1,0 +1,125 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/my-pi/bindery/api"
+)
+
+// Account-bound models (research 1.5, 3: Sonnet 5.5, Haiku 5.5) read a
+// block only in the account that minted it. The proxy tells the daemon
+// which credential each request goes out under by its fingerprint
+// (api.AccountFingerprint under the store's salt); the credential itself
+// never leaves this process, and is never logged. Which credential, in
+// this order (decisions, README "Accounts"):
+//   - x-api-key: the key (an organization's keys are told apart: a key
+//     is not known to be of one account with another);
+//   - Authorization: Bearer with metadata.user_id naming an account_uuid
+//     (Claude Code signed in with its OAuth login): the account's uuid, so
+//     the access token refreshing every few hours is not a new account;
+//   - Authorization: Bearer otherwise: the token;
+//   - none of these: no account (""), never compared: a gateway beyond
+//     the proxy that adds its own credential is one account or it is not,
+//     and bindery cannot tell.
+
+// accountSalt is the store's salt once the daemon gave it. One request
+// asks for it at a time; the others wait for that answer, each no longer
+// than a compile may take.
+type accountSalt struct {
+	mu     sync.Mutex
+	salt   []byte
+	asking chan struct{} // closed when the ask in flight ends; nil: none
+}
+
+// account is the fingerprint of the credential r goes out under, "" when
+// it has none or the daemon's salt cannot be had (a daemon that does not
+// answer fails the compile open anyway).
+func (p *Proxy) account(ctx context.Context, h http.Header, body []byte) string {
+	kind, cred := credential(h, body)
+	if cred == "" {
+		return ""
+	}
+	salt := p.salt.get(ctx, p)
+	if salt == nil {
+		return ""
+	}
+	return api.AccountFingerprint(salt, kind, cred)
+}
+
+func (s *accountSalt) get(ctx context.Context, p *Proxy) []byte {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.CompileTimeout)
+	defer cancel()
+	s.mu.Lock()
+	if s.salt != nil || p.health.isDown() {
+		defer s.mu.Unlock()
+		return s.salt
+	}
+	if wait := s.asking; wait != nil {
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.salt
+	}
+	done := make(chan struct{})
+	s.asking = done
+	s.mu.Unlock()
+	salt, err := p.client.AccountSalt(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asking = nil
+	close(done)
+	if err != nil {
+		p.log.Debug("proxy: no account salt from bindery; this request names no account", "err", err)
+		return nil
+	}
+	s.salt = salt
+	return salt
+}
+
+// credential picks what identifies the request's account (see above).
+func credential(h http.Header, body []byte) (kind, cred string) {
+	if k := h.Get("X-Api-Key"); k != "" {
+		return "x-api-key", k
+	}
+	auth := h.Get("Authorization")
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", ""
+	}
+	if u := metadataAccount(body); u != "" {
+		return "account-uuid", u
+	}
+	return "bearer", strings.TrimSpace(token)
+}
+
+// metadataAccount reads metadata.user_id's account_uuid (Claude Code's
+// JSON string; empty when it runs on an API key).
+func metadataAccount(body []byte) string {
+	md, ok, err := topMember(body, "metadata")
+	if err != nil || !ok {
+		return ""
+	}
+	uid, ok, err := member(body, md, "user_id")
+	if err != nil || !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(body[uid.start:uid.end], &s) != nil {
+		return ""
+	}
+	var v struct {
+		Account string `json:"account_uuid"`
+	}
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return ""
+	}
+	return hint(v.Account)
+}
