@@ -257,3 +257,8 @@ CREATE TABLE salts (
     name  TEXT PRIMARY KEY,        -- "account": the account fingerprint salt (db/salt.go)
     value BLOB NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE account_aliases (
+    fingerprint TEXT PRIMARY KEY,  -- a credential's fingerprint (api.AccountFingerprint)
+    account     TEXT    NOT NULL,  -- the account it belongs to: its organization's fingerprint
+    created_ms  INTEGER NOT NULL
+) WITHOUT ROWID;

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -54,6 +56,60 @@ func isAccountFingerprint(s string) bool {
 		}
 	}
 	return true
+}
+
+// AccountAlias is the body of POST /v1/account-alias: Fingerprint (a
+// credential's) belongs to Account (its organization's fingerprint, made
+// from the provider's anthropic-organization-id with kind "organization").
+// Two keys of one organization are then one account. The first alias of
+// a fingerprint stays.
+type AccountAlias struct {
+	Fingerprint string `json:"fingerprint"`
+	Account     string `json:"account"`
+}
+
+// AccountAliasAnswer answers an alias: Added is false when the fingerprint
+// had one already; Account is the account it aliases now.
+type AccountAliasAnswer struct {
+	Added   bool   `json:"added"`
+	Account string `json:"account"`
+}
+
+// AccountAlias is POST /v1/account-alias.
+func (c *Client) AccountAlias(ctx context.Context, alias AccountAlias) (*AccountAliasAnswer, error) {
+	var a AccountAliasAnswer
+	if err := c.Do(ctx, http.MethodPost, "/v1/account-alias", alias, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+func (s *Server) handleAccountAlias(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var a AccountAlias
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, Errorf(CodeBadRequest, "account-alias: the body is not an alias: %v", err))
+		return
+	}
+	switch {
+	case !isAccountFingerprint(a.Fingerprint) || !isAccountFingerprint(a.Account):
+		writeError(w, Errorf(CodeBadRequest, "account-alias: fingerprint and account must be fingerprints (%d lowercase hex digits, api.AccountFingerprint); never send a credential", AccountFingerprintLen))
+		return
+	case a.Fingerprint == a.Account:
+		writeError(w, Errorf(CodeBadRequest, "account-alias: a fingerprint cannot alias itself"))
+		return
+	}
+	ans, err := s.Binder.AccountAlias(r.Context(), a)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
 }
 
 // AccountSalt is GET /v1/account-salt: the salt to make fingerprints with.

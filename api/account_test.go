@@ -58,3 +58,22 @@ func TestCompileAccount(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountAliasCall(t *testing.T) {
+	s, _ := testServer()
+	eb := &echoBinder{}
+	s.Binder = eb
+	c := NewClient(serveUnix(t, s, selfPeer))
+	salt := []byte("0123456789abcdef0123456789abcdef")
+	key, org := AccountFingerprint(salt, "x-api-key", "sk-1"), AccountFingerprint(salt, "organization", "org-1")
+	a, err := c.AccountAlias(context.Background(), AccountAlias{Fingerprint: key, Account: org})
+	if err != nil || !a.Added || eb.alias.Fingerprint != key || eb.alias.Account != org {
+		t.Fatalf("%+v %v %+v", a, err, eb.alias)
+	}
+	for _, bad := range []AccountAlias{{Fingerprint: "sk-1", Account: org}, {Fingerprint: key, Account: "org-1"}, {Fingerprint: key, Account: key}, {}} {
+		_, err := c.AccountAlias(context.Background(), bad)
+		if e, ok := err.(*Error); !ok || e.Code != CodeBadRequest || strings.Contains(e.Message, "sk-1") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}

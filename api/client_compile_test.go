@@ -13,6 +13,7 @@ import (
 type echoBinder struct {
 	got     []byte
 	account string
+	alias   AccountAlias
 }
 
 func (e *echoBinder) Compile(_ context.Context, call *CompileCall) (*CompileAnswer, error) {
@@ -35,6 +36,10 @@ func (*echoBinder) Conversations(context.Context) (*ConversationList, error) {
 }
 func (*echoBinder) AccountSalt(context.Context) ([]byte, error) {
 	return []byte("0123456789abcdef0123456789abcdef"), nil
+}
+func (e *echoBinder) AccountAlias(_ context.Context, a AccountAlias) (*AccountAliasAnswer, error) {
+	e.alias = a
+	return &AccountAliasAnswer{Added: true, Account: a.Account}, nil
 }
 
 // A request goes through the Go client byte for byte. pi's compaction

@@ -260,6 +260,8 @@ type Binder interface {
 	Conversations(ctx context.Context) (*ConversationList, error)
 	// AccountSalt is the store's account fingerprint salt (account.go).
 	AccountSalt(ctx context.Context) ([]byte, error)
+	// AccountAlias records that a fingerprint belongs to an account.
+	AccountAlias(ctx context.Context, a AccountAlias) (*AccountAliasAnswer, error)
 }
 
 // readBody reads the whole body within the limit. Content-Length, when

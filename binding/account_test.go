@@ -153,3 +153,30 @@ func TestAccountBoundTable(t *testing.T) {
 		t.Fatal("account-mismatch must not release")
 	}
 }
+
+// Two keys of one organization are one account once an alias says so,
+// for stamps minted before the alias was known too; without it they are
+// two.
+func TestAccountAliases(t *testing.T) {
+	s := newSim(t)
+	h := append(accountRounds(s, sonnet55, "fpKey1"), u("u3"))
+	s.account = "fpKey2"
+	c, _ := s.compile(body(sonnet55, "sys", h))
+	expectStrips(t, c, "messages.1.content.0 account-mismatch", "messages.3.content.0 account-mismatch")
+	aliases := map[string]string{"fpKey1": "fpOrg", "fpKey2": "fpOrg"}
+	req, err := ParseRequest(body(sonnet55, "sys", h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := CompileInput{ID: "cx", Conversation: "conv", Branch: "main", Seq: 99, Request: req, Engaged: true,
+		Stamps: StampsFor(req, s.stamps), Released: s.rel["main"], Owner: s.owner["main"], Account: "fpKey2", AccountAliases: aliases}
+	got, err := Compile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectStrips(t, got)
+	in.AccountAliases = map[string]string{"fpKey1": "fpOrg", "fpKey2": "fpOtherOrg"}
+	if got, _ = Compile(in); len(got.Strips) != 2 {
+		t.Fatalf("keys of two organizations kept each other's blocks: %v", reasons(got))
+	}
+}

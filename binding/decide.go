@@ -66,8 +66,10 @@ import (
 //     and a repeat (the provider's precedence puts the organization first),
 //     and is not a release: it comes back under its own credential. A
 //     stamp or a request with no account is not compared. Two credentials
-//     are one account only when their fingerprints are equal (Haiku 5.5's
-//     "linked accounts" are not known here). Attribution by prefix takes
+//     are one account when their fingerprints are equal or alias one
+//     account (CompileInput.AccountAliases: keys of one organization, as
+//     the provider's answers name it); Haiku 5.5's "linked accounts" are
+//     not known here. Attribution by prefix takes
 //     the attributed compile's account; compiles at one head under two
 //     accounts disagree (TestAccountAttribution).
 //   - cache.firstChange: "system" when the seed (system or tools) differs;
@@ -100,6 +102,10 @@ type CompileInput struct {
 	// model (ModelTable.AccountBound) stamped under another known account
 	// is stripped as account-mismatch.
 	Account string
+	// AccountAliases maps a fingerprint to the account it is known to
+	// belong to (a key to its organization, learned from the provider's
+	// answers); both sides of a comparison are read through it, one level.
+	AccountAliases map[string]string
 
 	// Stamps is, for each key StampKeys(Request) lists, in that order,
 	// the block's recorded stamp, nil when it has none; nil when no block
@@ -587,7 +593,7 @@ func (d *decider) attributeMessage(from, to int) {
 			cand, viaSent = r, !host
 			continue
 		}
-		if r.Seed != cand.Seed || r.LastRead != cand.LastRead || NormalizeModel(r.Model) != NormalizeModel(cand.Model) || r.End != cand.End || r.Account != cand.Account {
+		if r.Seed != cand.Seed || r.LastRead != cand.LastRead || NormalizeModel(r.Model) != NormalizeModel(cand.Model) || r.End != cand.End || d.account(r.Account) != d.account(cand.Account) {
 			agree = false
 		}
 	}
@@ -851,7 +857,17 @@ func (d *decider) verdicts() {
 // stamp or a request without an account (pi's sessions, a host that does
 // not say) is not compared, as before accounts were recorded.
 func (d *decider) otherAccount(st *Stamp) bool {
-	return st.Account != "" && d.in.Account != "" && st.Account != d.in.Account && d.minter(st.Model).account
+	return st.Account != "" && d.in.Account != "" && d.account(st.Account) != d.account(d.in.Account) && d.minter(st.Model).account
+}
+
+// account is the account a fingerprint is known to belong to: its alias,
+// else itself. Stamps keep the fingerprint they were minted under, so an
+// alias learned later applies to them too.
+func (d *decider) account(fp string) string {
+	if a, ok := d.in.AccountAliases[fp]; ok && a != "" {
+		return a
+	}
+	return fp
 }
 
 // drop marks the messages the strip empties; it reports whether the set

@@ -52,8 +52,11 @@ type Binder struct {
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 
-	// salt is the store's account salt once read (account.go)
-	salt atomic.Pointer[[]byte]
+	// salt is the store's account salt once read; aliases the account
+	// aliases, replaced whole under aliasMu (account.go)
+	salt    atomic.Pointer[[]byte]
+	aliases atomic.Pointer[map[string]string]
+	aliasMu sync.Mutex
 
 	// beforePathRead, when set, runs just before releaseTree reads the
 	// leaf's path, after branchPath found the leaf: tests change the

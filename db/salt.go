@@ -51,3 +51,63 @@ func (d *DB) readSalt(ctx context.Context, q *sql.DB) ([]byte, error) {
 	}
 	return salt, nil
 }
+
+// MaxAccountAliases bounds account_aliases: a team's keys number in the
+// tens; a host that invents fingerprints is stopped here.
+const MaxAccountAliases = 65536
+
+// ErrTooManyAliases: the store holds MaxAccountAliases aliases.
+var ErrTooManyAliases = fmt.Errorf("the store holds %d account aliases, its bound", MaxAccountAliases)
+
+// AccountAliases returns every alias, fingerprint to account.
+func (d *DB) AccountAliases(ctx context.Context) (map[string]string, error) {
+	rows, err := d.readers.QueryContext(ctx, `SELECT fingerprint, account FROM account_aliases`)
+	if err != nil {
+		return nil, fmt.Errorf("account aliases: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var fp, acct string
+		if err := rows.Scan(&fp, &acct); err != nil {
+			return nil, fmt.Errorf("account aliases: %w", err)
+		}
+		out[fp] = acct
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("account aliases: %w", err)
+	}
+	return out, nil
+}
+
+// PutAccountAlias records that fingerprint belongs to account. The first
+// alias of a fingerprint stays (a key does not change organization); added
+// is false when one was there, current is the account it aliases now.
+func (d *DB) PutAccountAlias(ctx context.Context, fingerprint, account string, nowMs int64) (added bool, current string, err error) {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		added, current = false, ""
+		err := tx.QueryRowContext(ctx, `SELECT account FROM account_aliases WHERE fingerprint = ?`, fingerprint).Scan(&current)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM account_aliases`).Scan(&n); err != nil {
+			return err
+		}
+		if n >= MaxAccountAliases {
+			return ErrTooManyAliases
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO account_aliases (fingerprint, account, created_ms) VALUES (?, ?, ?)`, fingerprint, account, nowMs); err != nil {
+			return err
+		}
+		added, current = true, account
+		return nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("account alias: %w", err)
+	}
+	return added, current, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -90,5 +91,42 @@ func TestStampAccountStoredAndUpgraded(t *testing.T) {
 	}
 	if got[old].Account != "" || got[old].Model != "claude-sonnet-5-5" || got[neu].Account != "9c0ffee" {
 		t.Fatalf("stamps %+v", got)
+	}
+}
+
+func TestAccountAliases(t *testing.T) {
+	d := mustOpen(t)
+	ctx := t.Context()
+	if m, err := d.AccountAliases(ctx); err != nil || len(m) != 0 {
+		t.Fatalf("%v %v", m, err)
+	}
+	if added, cur, err := d.PutAccountAlias(ctx, "k1", "org", 1); err != nil || !added || cur != "org" {
+		t.Fatalf("%v %q %v", added, cur, err)
+	}
+	// The first alias stays.
+	if added, cur, err := d.PutAccountAlias(ctx, "k1", "other", 2); err != nil || added || cur != "org" {
+		t.Fatalf("%v %q %v", added, cur, err)
+	}
+	if m, err := d.AccountAliases(ctx); err != nil || len(m) != 1 || m["k1"] != "org" {
+		t.Fatalf("%v %v", m, err)
+	}
+}
+
+// The aliases are bounded: past MaxAccountAliases a new one is refused
+// with ErrTooManyAliases, and nothing already there is lost.
+func TestAccountAliasesBound(t *testing.T) {
+	d := mustOpen(t)
+	if _, err := d.writer.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?)
+		INSERT INTO account_aliases (fingerprint, account, created_ms) SELECT 'k' || i, 'org', 1 FROM n`, MaxAccountAliases); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.PutAccountAlias(t.Context(), "one-more", "org", 2); !errors.Is(err, ErrTooManyAliases) {
+		t.Fatalf("err %v", err)
+	}
+	if _, cur, err := d.PutAccountAlias(t.Context(), "k7", "org", 2); err != nil || cur != "org" {
+		t.Fatalf("an existing alias: %q %v", cur, err)
+	}
+	if m, err := d.AccountAliases(t.Context()); err != nil || len(m) != MaxAccountAliases {
+		t.Fatalf("%d aliases, %v", len(m), err)
 	}
 }

@@ -33,6 +33,49 @@ type accountSalt struct {
 	mu     sync.Mutex
 	salt   []byte
 	asking chan struct{} // closed when the ask in flight ends; nil: none
+	// learned holds the aliases this process told the daemon, credential
+	// fingerprint to organization fingerprint (learnAccount).
+	learned map[string]string
+}
+
+// maxLearned bounds accountSalt.learned; past it, it starts again (the
+// daemon answers a repeated alias as already known).
+const maxLearned = 4096
+
+// learnAccount tells the daemon which organization the credential of c
+// belongs to, as the provider's answer named it (anthropic-organization-id,
+// on every answer of the Anthropic API): two keys of one organization are
+// then one account, and a key's blocks go out under the other. Once per
+// credential per process; before the accept, so the history's next compile
+// already reads it.
+func (p *Proxy) learnAccount(ctx context.Context, c *compiled) {
+	org := hint(c.org)
+	if c.id.account == "" || org == "" {
+		return
+	}
+	s := &p.salt
+	s.mu.Lock()
+	salt := s.salt
+	orgFP := api.AccountFingerprint(salt, "organization", org)
+	known := s.learned[c.id.account] == orgFP
+	s.mu.Unlock()
+	if salt == nil || known || orgFP == c.id.account {
+		return
+	}
+	a, err := p.client.AccountAlias(ctx, api.AccountAlias{Fingerprint: c.id.account, Account: orgFP})
+	if err != nil {
+		p.log.Warn("proxy: could not tell bindery which organization a credential belongs to", c.logAttr(), "err", err)
+		return
+	}
+	if a.Account != orgFP {
+		p.log.Warn("proxy: a credential answered for another organization than bindery knows it by; bindery keeps the first", c.logAttr())
+	}
+	s.mu.Lock()
+	if s.learned == nil || len(s.learned) >= maxLearned {
+		s.learned = map[string]string{}
+	}
+	s.learned[c.id.account] = orgFP
+	s.mu.Unlock()
 }
 
 // account is the fingerprint of the credential r goes out under, "" when

@@ -16,6 +16,7 @@ type compiled struct {
 	ans  *api.CompileAnswer
 	sent []byte // the body to send: the client's, with the plan spliced in
 	dry  bool
+	org  string // the answer's anthropic-organization-id (learnAccount)
 }
 
 // compile asks the daemon for the request's plan and splices it into the

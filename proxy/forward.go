@@ -76,6 +76,9 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		}
 	}
 	defer resp.Body.Close()
+	if c != nil {
+		c.org = resp.Header.Get("Anthropic-Organization-Id")
+	}
 	p.answer(ctx, w, resp, c)
 }
 

@@ -126,6 +126,7 @@ func (p *Proxy) acceptLater(c *compiled, build func() (*acceptCall, error)) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CallTimeout)
 		defer cancel()
+		p.learnAccount(ctx, c)
 		a, err := p.client.Accept(ctx, call)
 		if err != nil {
 			p.log.Warn("proxy: accept failed", c.logAttr(), "err", err)

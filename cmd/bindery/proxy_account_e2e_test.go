@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,4 +75,66 @@ func TestProxyAccountBoundThinking(t *testing.T) {
 		t.Errorf("an account mismatch was released:\n%.3000s", out)
 	}
 	pe.checkNoCredential(otherAPIKey)
+}
+
+const sameOrgAPIKey = "sk-ant-api03-SAME-ORG-KEY-NEVER-LOG-5555"
+
+// TestProxyKeysOfOneOrganization: the provider names each answer's
+// organization (anthropic-organization-id), and the proxy tells the daemon
+// which organization each key belongs to. A second key of the first key's
+// organization then reads the first key's Sonnet 5.5 blocks; a key of
+// another organization never gets them. A key's first request, before any
+// answer named its organization, is taken as another account (its blocks
+// stripped, not released): the one request the rule costs.
+func TestProxyKeysOfOneOrganization(t *testing.T) {
+	pe := newProxyE2E(t)
+	pe.up.SetStream(true, 0)
+	pe.up.SetAccounts(map[string]string{testAPIKey: "org-a", sameOrgAPIKey: "org-a", otherAPIKey: "org-b"})
+	account := map[string]string{testAPIKey: "org-a", sameOrgAPIKey: "org-a", otherAPIKey: "org-b"}
+	h := newAPIHost(t, pe.addr, "claude-sonnet-5-5")
+	keys := []string{testAPIKey, testAPIKey, sameOrgAPIKey, sameOrgAPIKey, sameOrgAPIKey, otherAPIKey, testAPIKey}
+	for i, key := range keys {
+		h.header.Set("x-api-key", key)
+		h.user("question " + string(rune('a'+i)))
+		h.turn()
+	}
+	got := pe.up.Messages()
+	if len(got) != len(keys) {
+		t.Fatalf("upstream got %d requests for %d turns", len(got), len(keys))
+	}
+	reads := make([]int, len(got))
+	for i, r := range got {
+		if r.Status != 200 {
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Refused)
+		}
+		for _, v := range r.Result.Blocks {
+			if v.Fate == judgetest.FateDroppedAccount {
+				t.Errorf("request %d: a block of another organization was sent (%s)", i, v.Path)
+			}
+		}
+		max, err := pe.up.Judge.MaxAs(account[keys[i]], h.sent[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads[i] = len(r.Result.Read())
+		switch {
+		case i == 2:
+			// The second key's first request: its organization unknown yet.
+			if reads[i] != 0 || max != 2 {
+				t.Errorf("request 2: read %d of the most %d; want 0 of 2", reads[i], max)
+			}
+		case reads[i] != max:
+			t.Errorf("request %d: the provider read %d blocks; the most it could read is %d", i, reads[i], max)
+		}
+	}
+	t.Logf("blocks read per request: %v", reads)
+	// Once the second key is known to be of the first key's organization,
+	// the first key's blocks go out under it (request 3 reads the two the
+	// first key minted; the one minted with them stripped is stale), and
+	// under the other organization's key nothing of theirs does; back on
+	// the first key, every block of the organization still valid is read.
+	if want := []int{0, 1, 0, 2, 3, 0, 4}; !slices.Equal(reads, want) {
+		t.Errorf("blocks read per request %v, want %v", reads, want)
+	}
+	pe.checkNoCredential(otherAPIKey, sameOrgAPIKey)
 }

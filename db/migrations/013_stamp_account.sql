@@ -13,3 +13,11 @@ CREATE TABLE salts (
     name  TEXT PRIMARY KEY,
     value BLOB NOT NULL
 ) WITHOUT ROWID;
+-- account_aliases: a fingerprint known to belong to an account (a key to
+-- its organization, as the provider's anthropic-organization-id names it,
+-- fingerprinted too), so two keys of one organization are one account.
+CREATE TABLE account_aliases (
+    fingerprint TEXT PRIMARY KEY,
+    account     TEXT    NOT NULL,
+    created_ms  INTEGER NOT NULL
+) WITHOUT ROWID;

@@ -10,6 +10,8 @@ package upstreamtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,6 +110,14 @@ func (u *Upstream) SetAccounts(m map[string]string) {
 	u.accounts = m
 }
 
+// OrganizationID is the anthropic-organization-id the upstream answers
+// for an account: a uuid-like id made from it, never the credential.
+func OrganizationID(account string) string {
+	sum := sha256.Sum256([]byte("upstreamtest/organization\x00" + account))
+	h := hex.EncodeToString(sum[:16])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
 // account is the account a request is authenticated as: by its x-api-key,
 // else its Bearer token, as the provider authenticates it.
 func (u *Upstream) account(h http.Header) string {
@@ -183,6 +193,9 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	w.Header().Set("request-id", fmt.Sprintf("req_test_%d", time.Now().UnixNano()))
+	// Every answer of the Anthropic API names the organization of the
+	// credential used (its API overview, "Response headers").
+	w.Header().Set("anthropic-organization-id", OrganizationID(u.account(r.Header)))
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		rec.Status = 200
