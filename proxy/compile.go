@@ -26,6 +26,7 @@ type compiled struct {
 // JSON) and is answered as such.
 func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, arr span, dry bool) (*compiled, error) {
 	if p.health.isDown() {
+		p.metrics.failOpen.WithLabelValues("daemon_down").Inc()
 		return nil, nil
 	}
 	key := baseKey(id)
@@ -47,6 +48,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	if err != nil {
 		return nil, nil // not a body the daemon could read either: send it on
 	}
+	began := time.Now()
 	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, Account: id.account, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer
 	if bs := p.bases.get(key); bs != nil && !dry {
@@ -72,12 +74,14 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 		p.compileFailed(id, err)
 		return nil, nil
 	}
+	p.metrics.compile.Observe(time.Since(began).Seconds())
 	p.health.up()
 	sent, err := applyPlan(body, ans.Strips, ans.DroppedMessages)
 	if err != nil {
 		// A plan that does not fit the body is the daemon's fault: send the
 		// client's request as it was.
 		p.log.Warn("proxy: the compile's plan does not fit the request; sending it unchanged", "conversation", id.conversation, "compile", ans.CompileID, "err", err)
+		p.metrics.failOpen.WithLabelValues("plan_mismatch").Inc()
 		p.bases.drop(key)
 		return nil, nil
 	}
@@ -87,6 +91,10 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 		} else {
 			p.bases.drop(key)
 		}
+	}
+	if !dry {
+		p.metrics.stripped.Add(float64(ans.ThinkingStripped))
+		p.metrics.kept.Add(float64(ans.ThinkingKept))
 	}
 	if len(ans.Strips) > 0 {
 		p.log.Info("proxy: thinking stripped", "conversation", id.conversation, "branch", id.branch, "compile", ans.CompileID, "stripped", ans.ThinkingStripped, "kept", ans.ThinkingKept)
@@ -100,9 +108,11 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 // read) sends this one unchanged.
 func (p *Proxy) compileFailed(id ident, err error) {
 	if e, ok := errors.AsType[*api.Error](err); ok && e.Status/100 == 4 {
+		p.metrics.failOpen.WithLabelValues("daemon_refused").Inc()
 		p.log.Warn("proxy: bindery refused the compile; sending the request unchanged", "conversation", id.conversation, "code", e.Code, "err", e.Message)
 		return
 	}
+	p.metrics.failOpen.WithLabelValues("daemon_down").Inc()
 	p.health.down(err)
 }
 

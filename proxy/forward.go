@@ -29,8 +29,10 @@ var hopHeaders = []string{
 func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	select {
 	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
+		p.metrics.inFlight.Inc()
+		defer func() { <-p.slots; p.metrics.inFlight.Dec() }()
 	default:
+		p.metrics.overloads.Inc()
 		writeAPIError(w, &apiError{status: 529, typ: "overloaded_error", retry: true,
 			msg: fmt.Sprintf("bindery proxy: %d requests in flight, its bound (--max-streams); retry shortly", p.cfg.MaxStreams)})
 		return
