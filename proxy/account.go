@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/my-pi/bindery/api"
 )
@@ -33,10 +34,18 @@ type accountSalt struct {
 	mu     sync.Mutex
 	salt   []byte
 	asking chan struct{} // closed when the ask in flight ends; nil: none
+	// after a failed ask, no other until then: a daemon from before
+	// accounts answers 404 each time, and each request would pay for it
+	notBefore time.Time
 	// learned holds the aliases this process told the daemon, credential
 	// fingerprint to organization fingerprint (learnAccount).
 	learned map[string]string
 }
+
+// saltRetry is how long the proxy goes without asking for the salt again
+// when the daemon has no such endpoint (a release from before accounts);
+// after any other failure it asks again after ProbeInterval.
+const saltRetry = 30 * time.Second
 
 // maxLearned bounds accountSalt.learned; past it, it starts again (the
 // daemon answers a repeated alias as already known).
@@ -97,7 +106,7 @@ func (s *accountSalt) get(ctx context.Context, p *Proxy) []byte {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CompileTimeout)
 	defer cancel()
 	s.mu.Lock()
-	if s.salt != nil || p.health.isDown() {
+	if s.salt != nil || p.health.isDown() || time.Now().Before(s.notBefore) {
 		defer s.mu.Unlock()
 		return s.salt
 	}
@@ -120,7 +129,12 @@ func (s *accountSalt) get(ctx context.Context, p *Proxy) []byte {
 	s.asking = nil
 	close(done)
 	if err != nil {
-		p.log.Debug("proxy: no account salt from bindery; this request names no account", "err", err)
+		wait := p.cfg.ProbeInterval
+		if api.IsCode(err, api.CodeNotFound) {
+			wait = saltRetry // a daemon from before accounts
+		}
+		s.notBefore = time.Now().Add(wait)
+		p.log.Debug("proxy: no account salt from bindery; requests name no account for a while", "err", err, "retry", wait)
 		return nil
 	}
 	s.salt = salt
