@@ -262,3 +262,16 @@ CREATE TABLE account_aliases (
     account     TEXT    NOT NULL,  -- the account it belongs to: its organization's fingerprint
     created_ms  INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE accept_usage (
+    compile        TEXT    PRIMARY KEY,
+    conversation   TEXT    NOT NULL,
+    branch         TEXT    NOT NULL,
+    model          TEXT    NOT NULL,
+    accepted_ms    INTEGER NOT NULL,
+    input          INTEGER,          -- NULL: the usage did not say (migration 014)
+    output         INTEGER,
+    cache_read     INTEGER,
+    cache_write    INTEGER,          -- every cache write, 1-hour ones included
+    cache_write_1h INTEGER
+) WITHOUT ROWID;
+CREATE INDEX accept_usage_conversation ON accept_usage(conversation, accepted_ms);

@@ -236,6 +236,16 @@ type ConversationSummary struct {
 	Accepted     int    `json:"accepted"`
 	Stamps       int    `json:"stamps"`
 	Releases     int    `json:"releases"`
+	// Retries: releases after a provider refusal (bindery proxy's release,
+	// recompile and retry), a part of Releases.
+	Retries int `json:"retries"`
+	// Replies accepted with a usage, and their tokens (the report prices
+	// them: bindery report).
+	Replies    int   `json:"replies"`
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
 }
 
 // ReleaseInfo is one release.

@@ -152,6 +152,14 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := tx.MarkAccepted(ctx, rec.ID, rec.LastRead, now, len(stamped), len(released)); err != nil {
 			return err
 		}
+		if usage, ok := replyUsage(call.Usage, call.Reply); ok && c.row.SessionFile == "" {
+			// A pi session's usage is read from its file; a host without
+			// one (bindery proxy) has only what its accepts carry.
+			usage.Compile, usage.Conversation, usage.Branch, usage.Model, usage.AcceptedMs = rec.ID, c.id, rec.Branch, rec.Model, now
+			if err := tx.InsertAcceptUsage(ctx, usage); err != nil {
+				return err
+			}
+		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}

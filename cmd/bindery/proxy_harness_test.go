@@ -43,7 +43,17 @@ type proxyE2E struct {
 // newProxyE2E starts the daemon, the test upstream and the proxy.
 func newProxyE2E(t *testing.T, proxyArgs ...string) *proxyE2E {
 	t.Helper()
+	return newProxyE2EWith(t, nil, proxyArgs...)
+}
+
+// newProxyE2EWith is newProxyE2E with prep run on the test's folders
+// before the daemon starts (a price file in the state folder, say).
+func newProxyE2EWith(t *testing.T, prep func(e *e2e), proxyArgs ...string) *proxyE2E {
+	t.Helper()
 	e := newE2E(t)
+	if prep != nil {
+		prep(e)
+	}
 	pe := &proxyE2E{e2e: e, daemon: e.serve()}
 	up, err := upstreamtest.Start()
 	if err != nil {

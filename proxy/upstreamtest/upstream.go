@@ -36,6 +36,14 @@ type Request struct {
 	Status  int
 	Result  judgetest.Result // the judge's verdict (Messages requests)
 	Refused string           // the error message of a refusal
+	Usage   Usage            // what the answer's usage said (a 200 Messages answer)
+}
+
+// Usage is the usage an answer reports: deterministic figures of the
+// request (its number and size), in the documented shape (message_start
+// carries input and cache counts, message_delta the output).
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
 }
 
 // Fault makes the upstream misbehave on a request.
@@ -253,14 +261,18 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header), Account: u.account(r.Header)}, blocks)
-	if !u.judged(w, &rec, res) {
-		return
-	}
 	var msg struct {
 		Content []map[string]any `json:"content"`
 	}
-	if err := json.Unmarshal(res.Reply, &msg); err != nil {
-		writeError(w, 500, "test upstream: reply: "+err.Error())
+	if res.Status == 200 {
+		if err := json.Unmarshal(res.Reply, &msg); err != nil {
+			writeError(w, 500, "test upstream: reply: "+err.Error())
+			return
+		}
+		rec.Usage = Usage{Input: 3 + int64(n), Output: 10 * int64(len(msg.Content)), CacheRead: int64(len(body) / 4),
+			CacheWrite5m: 90 * int64(n), CacheWrite1h: 10 * int64(n)}
+	}
+	if !u.judged(w, &rec, res) {
 		return
 	}
 	stop := "end_turn"
@@ -269,7 +281,10 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			stop = "tool_use"
 		}
 	}
-	usage := map[string]any{"input_tokens": len(body) / 4, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	ru := rec.Usage
+	usage := map[string]any{"input_tokens": ru.Input, "output_tokens": 1, "cache_read_input_tokens": ru.CacheRead,
+		"cache_creation_input_tokens": ru.CacheWrite5m + ru.CacheWrite1h,
+		"cache_creation":              map[string]any{"ephemeral_5m_input_tokens": ru.CacheWrite5m, "ephemeral_1h_input_tokens": ru.CacheWrite1h}}
 	message := map[string]any{"id": fmt.Sprintf("msg_test_%d", n), "type": "message", "role": "assistant", "model": head.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}
 	if res.Transformations != nil {
@@ -278,7 +293,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !head.Stream {
 		message["content"] = msg.Content
 		message["stop_reason"] = stop
-		usage["output_tokens"] = 10 * len(msg.Content)
+		usage["output_tokens"] = ru.Output
 		writeJSON(w, 200, message)
 		return
 	}

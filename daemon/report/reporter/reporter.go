@@ -174,6 +174,19 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 		r.log.Warn("report: could not store aggregates", "err", err)
 	}
 	rep := report.ArchiveReport(sums, r.prices)
+	hosts, err := r.db.HostUsages(ctx)
+	if err != nil {
+		return api.Report{}, Stats{}, err
+	}
+	rows := make([]report.HostUsage, len(hosts))
+	for i, h := range hosts {
+		rows[i] = report.HostUsage(h)
+	}
+	rep.Hosts = report.HostsReport(rows, r.prices)
+	rep.GrandTotal = rep.Figures.Total
+	if rep.Hosts != nil {
+		rep.GrandTotal += rep.Hosts.Total
+	}
 	// ReportSessions is ordered by last activity, then newest file first.
 	for _, s := range sessions {
 		if !s.Removed {
