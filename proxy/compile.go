@@ -51,8 +51,12 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	began := time.Now()
 	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, Account: id.account, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer
+	var from *base // the base this request extends whole (bases.put)
 	if bs := p.bases.get(key); bs != nil && !dry {
 		if n, digest := bs.shared(shown, shownEls); n > 0 {
+			if n == len(bs.ends) {
+				from = bs
+			}
 			byRef := *call
 			byRef.Base = &api.CompileBase{CompileID: bs.compileID, Messages: n, Digest: digest}
 			byRef.Request = withMessages(shown, shownArr, shownEls, n)
@@ -76,7 +80,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	p.metrics.compile.Observe(time.Since(began).Seconds())
 	p.health.up()
-	sent, err := applyPlan(body, ans.Strips, ans.DroppedMessages)
+	sent, err := applyPlanAt(body, arr, els, ans.Strips, ans.DroppedMessages)
 	if err != nil {
 		// A plan that does not fit the body is the daemon's fault: send the
 		// client's request as it was.
@@ -87,7 +91,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	if !dry {
 		if ans.Bound && ans.CompileID != "" {
-			p.bases.put(key, ans.CompileID, shown, shownEls)
+			p.bases.put(key, ans.CompileID, shown, shownEls, from)
 		} else {
 			p.bases.drop(key)
 		}
