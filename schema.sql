@@ -275,3 +275,12 @@ CREATE TABLE accept_usage (
     cache_write_1h INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX accept_usage_conversation ON accept_usage(conversation, accepted_ms);
+CREATE TABLE outbox (
+    id         INTEGER PRIMARY KEY,  -- the shared tier's outbox (migration 015, db/outbox.go)
+    kind       TEXT    NOT NULL,     -- 'stamp'
+    key        BLOB    NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE outbox_joined (
+    joined_ms INTEGER NOT NULL
+);

@@ -52,6 +52,10 @@ type Binder struct {
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 
+	// readThrough asks the shared tier for stamps this machine has none
+	// of (read_through.go); nil: this machine alone.
+	readThrough *readThrough
+
 	// salt is the store's account salt once read; aliases the account
 	// aliases, replaced whole under aliasMu (account.go)
 	salt    atomic.Pointer[[]byte]

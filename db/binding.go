@@ -219,6 +219,11 @@ func (t *Tx) InsertStamps(ctx context.Context, stamps []StampRow) ([]StampRow, e
 		if n, _ := res.RowsAffected(); n == 1 {
 			added = append(added, s)
 			t.stamped = append(t.stamped, s.Key)
+			if t.outbox && s.Source != SourceShared {
+				if err := t.queueStamp(ctx, s); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return added, nil

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,9 +27,11 @@ import (
 
 // Server is one running cluster.
 type Server struct {
-	dir  string // the cluster's folder; its socket is in it
-	bin  string // the folder of initdb and pg_ctl
-	cred *syscall.Credential
+	dir string // the cluster's folder; its socket is in it
+	bin string // the folder of initdb and pg_ctl
+	// uid and gid run initdb and pg_ctl (the postgres user, when the
+	// tests run as root); -1: the tests' own
+	uid, gid int
 }
 
 var (
@@ -122,7 +123,7 @@ func start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, bin: bin}
+	s := &Server{dir: dir, bin: bin, uid: -1, gid: -1}
 	if os.Getuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -130,7 +131,7 @@ func start() (*Server, error) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		s.uid, s.gid = uid, gid
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return nil, err
 		}
@@ -157,9 +158,7 @@ func (s *Server) stop() {
 func (s *Server) run(name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Dir = s.dir
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	}
+	asUser(cmd, s.uid, s.gid)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %w\n%s", name, err, out)

@@ -1,11 +1,11 @@
-// Package shared is bindery's shared tier: one PostgreSQL database a
+// Package sharedtier is bindery's shared tier: one PostgreSQL database a
 // team's machines (and gateway replicas) share, behind the same narrow
 // seam as the SQLite store, with pgx v5's pool. SQLite stays each
 // machine's own store and the only one for a machine alone; this holds
 // what machines exchange. Version 1: stamps (shipped from each machine's
 // outbox, read through by a compile that meets a block its machine has no
 // stamp for).
-package shared
+package sharedtier
 
 import (
 	"context"
