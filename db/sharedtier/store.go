@@ -179,7 +179,11 @@ func (s *Store) PutStamps(ctx context.Context, rows []db.StampRow) (int, error) 
 	return added, err
 }
 
-// Stamps reads the stamps of keys the shared tier holds.
+// Stamps reads the stamps of keys the shared tier holds. A stamp another
+// machine shipped comes without its account: fingerprints are salted per
+// machine (the salt is not shared yet), so another machine's could only be
+// compared wrongly; without one the block is not compared (the provider
+// itself drops a block of another account).
 func (s *Store) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]db.StampRow, error) {
 	if len(keys) > MaxKeys {
 		return nil, fmt.Errorf("shared tier: %d keys in one read, over its bound of %d", len(keys), MaxKeys)
@@ -190,8 +194,8 @@ func (s *Store) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.
 	}
 	out := map[binding.Digest]db.StampRow{}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT key, seed, chain, pred, model, account, source, conversation, branch, compile, created_ms
-			FROM stamps WHERE key = ANY($1)`, raw)
+		rows, err := tx.Query(ctx, `SELECT key, seed, chain, pred, model, CASE WHEN machine = $2 THEN account END, source, conversation, branch, compile, created_ms
+			FROM stamps WHERE key = ANY($1)`, raw, s.machine)
 		if err != nil {
 			return err
 		}

@@ -92,3 +92,30 @@ func TestPasswordNeverShown(t *testing.T) {
 		t.Fatalf("a DSN that does not parse: %v", err)
 	}
 }
+
+// Another machine's stamp comes without its account (its salt is its own).
+func TestStampsOfAnotherMachineHaveNoAccount(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, err := Open(dsn, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(dsn, "devbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r := stampRow("x")
+	if _, err := a.PutStamps(t.Context(), []db.StampRow{r}); err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := a.Stamps(t.Context(), []binding.Digest{r.Key})
+	theirs, _ := b.Stamps(t.Context(), []binding.Digest{r.Key})
+	if mine[r.Key].Account != r.Account || theirs[r.Key].Account != "" || theirs[r.Key].Model != r.Model {
+		t.Fatalf("mine %+v theirs %+v", mine[r.Key], theirs[r.Key])
+	}
+}
