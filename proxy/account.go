@@ -160,22 +160,10 @@ func credential(h http.Header, body []byte) (kind, cred string) {
 // metadataAccount reads metadata.user_id's account_uuid (Claude Code's
 // JSON string; empty when it runs on an API key).
 func metadataAccount(body []byte) string {
-	md, ok, err := topMember(body, "metadata")
-	if err != nil || !ok {
-		return ""
-	}
-	uid, ok, err := member(body, md, "user_id")
-	if err != nil || !ok {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(body[uid.start:uid.end], &s) != nil {
-		return ""
-	}
 	var v struct {
 		Account string `json:"account_uuid"`
 	}
-	if json.Unmarshal([]byte(s), &v) != nil {
+	if json.Unmarshal([]byte(metadataUserID(body)), &v) != nil {
 		return ""
 	}
 	return hint(v.Account)

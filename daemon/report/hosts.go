@@ -6,31 +6,16 @@ import (
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/db"
 	"github.com/my-pi/bindery/watcher"
 )
-
-// HostUsage is one conversation's replies with one model, as the store
-// sums them (db.HostUsage): what HostsReport reads.
-type HostUsage struct {
-	Conversation string
-	Model        string
-	Replies      int
-	Missing      int
-	Input        int64
-	Output       int64
-	CacheRead    int64
-	CacheWrite   int64
-	CacheWrite1h int64
-	FirstMs      int64
-	LastMs       int64
-}
 
 // HostsReport prices the host conversations' usage with the price table,
 // one line per conversation, by spend; nil when there is none. A
 // conversation's replies with a model the table does not price count as
 // unpriced, their tokens still counted; replies whose usage missed a count
 // are priced for what they said and counted in UsageMissing.
-func HostsReport(rows []HostUsage, prices *Prices) *api.HostReport {
+func HostsReport(rows []db.HostUsage, prices *Prices) *api.HostReport {
 	if len(rows) == 0 {
 		return nil
 	}

@@ -3,13 +3,15 @@ package report
 import (
 	"math"
 	"testing"
+
+	"github.com/my-pi/bindery/db"
 )
 
 func TestHostsReport(t *testing.T) {
 	if HostsReport(nil, DefaultPrices()) != nil {
 		t.Fatal("no rows must give no section")
 	}
-	rows := []HostUsage{
+	rows := []db.HostUsage{
 		{Conversation: "claude-code:a", Model: "claude-sonnet-4-5", Replies: 2, Input: 1000, Output: 2000, CacheRead: 10000, CacheWrite: 3000, CacheWrite1h: 1000, FirstMs: 1000, LastMs: 5000},
 		{Conversation: "claude-code:a", Model: "claude-opus-9", Replies: 1, Missing: 1, Input: 5, FirstMs: 6000, LastMs: 6000},
 		{Conversation: "opencode:b", Model: "claude-sonnet-4-5", Replies: 1, Input: 1e6, FirstMs: 2000, LastMs: 2000},

@@ -178,11 +178,7 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 	if err != nil {
 		return api.Report{}, Stats{}, err
 	}
-	rows := make([]report.HostUsage, len(hosts))
-	for i, h := range hosts {
-		rows[i] = report.HostUsage(h)
-	}
-	rep.Hosts = report.HostsReport(rows, r.prices)
+	rep.Hosts = report.HostsReport(hosts, r.prices)
 	rep.GrandTotal = rep.Figures.Total
 	if rep.Hosts != nil {
 		rep.GrandTotal += rep.Hosts.Total
