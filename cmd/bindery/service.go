@@ -23,7 +23,6 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/daemon"
-	"github.com/my-pi/bindery/proxy"
 	"github.com/my-pi/bindery/systemd"
 )
 
@@ -82,7 +81,7 @@ func serviceCmd(args []string, stdout, stderr io.Writer) error {
 	var listen, upstream string
 	cmd.fs.BoolVar(&proxyUnit, "proxy", false, "bindery proxy's unit (bindery-proxy.service) instead of\nthe daemon's (Linux)")
 	cmd.fs.StringVar(&listen, "listen", "", "with --proxy: the address `ADDR` it listens on, loopback\nonly (default "+defaultProxyListen+")")
-	cmd.fs.StringVar(&upstream, "upstream", "", "with --proxy: the Messages API `URL` it forwards to\n(default "+proxy.DefaultUpstream+")")
+	cmd.fs.StringVar(&upstream, "upstream", "", "with --proxy: the Messages API `URL` it forwards to\n(default "+proxyUpstreamDefault+")")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, serviceUsage)
 		writeFlags(w, cmd.fs)

@@ -20,6 +20,10 @@ import (
 	"github.com/my-pi/bindery/systemd"
 )
 
+// proxyUpstreamDefault is the proxy's default upstream, for service's
+// usage text.
+const proxyUpstreamDefault = proxy.DefaultUpstream
+
 // proxySpec is what the proxy's unit runs: the binary, and the listen
 // address and upstream when they are not the defaults.
 type proxySpec struct {
