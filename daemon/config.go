@@ -123,7 +123,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		MaxLineBytes:    DefaultMaxLineBytes,
 		Rescan:          10 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
-		SharedWait:      250 * time.Millisecond,
+		SharedWait:      time.Second,
 		LogLevel:        slog.LevelInfo,
 		EventsMax:       100_000,
 		EventsMaxAge:    30 * 24 * time.Hour,

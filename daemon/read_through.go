@@ -38,6 +38,11 @@ func (r *readThrough) fill(ctx context.Context, j *Journal, conversation string,
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.wait)
 	got, err := r.store.Stamps(rctx, missing)
+	if err != nil && rctx.Err() == nil {
+		// A pooled connection the server closed (it restarted) fails at
+		// once: one more try, on a fresh one, within the same wait.
+		got, err = r.store.Stamps(rctx, missing)
+	}
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -124,7 +124,11 @@ func TestSharedTierSecondMachine(t *testing.T) {
 	kept := func(ans *api.CompileAnswer, want int, when string) {
 		t.Helper()
 		if ans.ThinkingStripped != 0 || ans.ThinkingKept != want {
-			t.Fatalf("%s: stripped %d kept %d, want 0 and %d", when, ans.ThinkingStripped, ans.ThinkingKept, want)
+			var why []string
+			for _, st := range ans.Strips {
+				why = append(why, st.Path+" "+st.Reason)
+			}
+			t.Fatalf("%s: stripped %d kept %d, want 0 and %d: %v", when, ans.ThinkingStripped, ans.ThinkingKept, want, why)
 		}
 	}
 	ans, parent = piRound(t, h, b, sid, 4, parent)
