@@ -192,6 +192,9 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	// mirror what was committed
 	c.markAccepted(e, len(stamped), len(released), rec)
 	c.cacheStamps(stamped) // the next compile carries these blocks
+	if len(stamped) > 0 && b.stamped != nil {
+		b.stamped()
+	}
 	for _, r := range released {
 		c.releases = append(c.releases, r)
 	}

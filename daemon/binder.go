@@ -55,6 +55,9 @@ type Binder struct {
 	// readThrough asks the shared tier for stamps this machine has none
 	// of (read_through.go); nil: this machine alone.
 	readThrough *readThrough
+	// stamped, when set, is told after an accept recorded stamps (the
+	// shared tier's shipper: shipper.poke).
+	stamped func()
 
 	// salt is the store's account salt once read; aliases the account
 	// aliases, replaced whole under aliasMu (account.go)

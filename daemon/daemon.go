@@ -79,6 +79,7 @@ type daemon struct {
 	trees   treeCache         // GET /v1/sessions/{id}
 	binder  *Binder           // owners of a session's branches (nil until wired)
 	shared  *sharedtier.Store // the shared tier (--shared); nil: this machine alone
+	ship    *shipper          // its outbox's shipper
 
 	// onShutdown runs after the server stopped accepting and before the
 	// watcher stops (step 3): live feeds close here.
@@ -128,7 +129,8 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		if err := d.store.EnableOutbox(ctx, time.Now().UnixMilli()); err != nil {
 			return err
 		}
-		ship = &shipper{store: d.store, shared: d.shared, log: d.log.With("component", "shared")}
+		ship = &shipper{wake: make(chan struct{}, 1), store: d.store, shared: d.shared, log: d.log.With("component", "shared")}
+		d.ship = ship
 		d.log.Info("joined a shared tier", "shared", d.shared.Name(), "machine", cfg.Machine)
 	}
 
