@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"sync"
 )
@@ -23,6 +24,13 @@ type base struct {
 	region    []byte // the messages, first element's first byte to the last's last
 	ends      []int  // each message's end in region; the first starts at 0
 	used      uint64
+	// digest is the SHA-256 of the whole region, hex, and state the hash's
+	// state after it (encoding.BinaryMarshaler): the next turn, which
+	// shares every message of this one, proves them with digest, and its
+	// own base hashes only its new messages on from state. A long history
+	// was hashed whole every turn.
+	digest string
+	state  []byte
 }
 
 // bases holds each history's base, and its accept in flight.
@@ -56,7 +64,11 @@ func (b *bases) get(key string) *base {
 // put records the request just compiled as the history's base. body is
 // the request's own buffer, never written again (each request reads its
 // body into a fresh one), so the base holds it rather than a copy.
-func (b *bases) put(key, compileID string, body []byte, els []span) {
+//
+// from, when the request was compiled by reference on every message of
+// the base it replaces (shared returned all of them), carries that base's
+// hash on: only the new messages are hashed.
+func (b *bases) put(key, compileID string, body []byte, els []span, from *base) {
 	if len(els) == 0 {
 		b.drop(key)
 		return
@@ -67,13 +79,16 @@ func (b *bases) put(key, compileID string, body []byte, els []span) {
 	for i, e := range els {
 		ends[i] = e.end - first
 	}
+	nb := &base{compileID: compileID, region: region, ends: ends}
+	nb.digest, nb.state = hashOn(from, region)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old := b.byKey[key]; old != nil {
 		b.size -= len(old.region)
 	}
 	b.clock++
-	b.byKey[key] = &base{compileID: compileID, region: region, ends: ends, used: b.clock}
+	nb.used = b.clock
+	b.byKey[key] = nb
 	b.size += len(region)
 	for b.size > b.max && len(b.byKey) > 0 {
 		var oldest string
@@ -116,8 +131,33 @@ func (bs *base) shared(body []byte, els []span) (int, string) {
 	if n == 0 {
 		return 0, ""
 	}
+	if n == len(bs.ends) && bs.digest != "" {
+		return n, bs.digest // every message of the base: its digest
+	}
 	sum := sha256.Sum256(body[first : first+prev])
 	return n, hex.EncodeToString(sum[:])
+}
+
+// hashOn is the digest and hash state of region: from's state carried on
+// over what region adds to from's region, when from is its prefix (the
+// caller's word: compile by reference on all of from's messages, whose
+// bytes shared compared), else region hashed whole.
+func hashOn(from *base, region []byte) (string, []byte) {
+	h := sha256.New()
+	rest := region
+	if from != nil && from.state != nil && len(from.region) <= len(region) {
+		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(from.state); err == nil {
+			rest = region[len(from.region):]
+		} else {
+			h.Reset()
+		}
+	}
+	h.Write(rest)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		state = nil
+	}
+	return hex.EncodeToString(h.Sum(nil)), state
 }
 
 // acceptStarted marks the history's accept in flight; the returned func

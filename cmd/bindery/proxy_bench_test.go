@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding/judgetest"
-	"github.com/my-pi/bindery/proxy"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
 )
 
@@ -64,9 +62,11 @@ func ttfb(b *testing.B, base string, hdr http.Header, body []byte) time.Duration
 	return d
 }
 
-// benchProxy starts a real daemon, a test upstream answering with reply,
-// and an in-process proxy in front of it; cleanup is the benchmark's.
-func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*upstreamtest.Upstream, *httptest.Server, *api.Client) {
+// benchProxyProc starts a real daemon, a test upstream answering with
+// reply, and the proxy as users run it: a real `bindery proxy` process
+// (its own heap and garbage collector, apart from the test's client and
+// upstream), with its metrics served; cleanup is the benchmark's.
+func benchProxyProc(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (up *upstreamtest.Upstream, addr string, client *api.Client, metrics string) {
 	e := newE2EB(b)
 	e.serveB(b)
 	up, err := upstreamtest.Start()
@@ -75,35 +75,53 @@ func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*
 	}
 	b.Cleanup(up.Close)
 	up.SetReply(reply)
-	client := api.NewClient(e.sock)
+	client = api.NewClient(e.sock)
 	b.Cleanup(client.Close)
-	p, err := proxy.New(proxy.Config{Upstream: up.URL, Client: client, Log: discardLog()})
+	pe := &proxyE2E{e2e: e, up: up}
+	pe.startProxyTB(b, "--metrics", "127.0.0.1:0")
+	return up, pe.addr, client, pe.metrics
+}
+
+// compileSeconds is the proxy's bindery_proxy_compile_seconds sum and
+// count: the compile calls as the proxy made and waited for them.
+func compileSeconds(b *testing.B, metrics string) (sum float64, count int) {
+	resp, err := http.Get(metrics)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(p)
-	b.Cleanup(srv.Close)
-	return up, srv, client
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, l := range strings.Split(string(text), "\n") {
+		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_sum "); ok {
+			fmt.Sscan(v, &sum)
+		}
+		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_count "); ok {
+			fmt.Sscan(v, &count)
+		}
+	}
+	return sum, count
 }
 
 // BenchmarkProxyTTFB: time to first byte through the proxy against
 // straight to the upstream, for a 10 KB and a 1 MB request, each turn
 // alternating the two; and the daemon's full compile of the same request
-// (the proxy's turns compile by reference, which costs less), so the
-// proxy's own overhead is added-µs minus compile-µs.
+// (the proxy's turns compile by reference), and the compile as the proxy
+// made it (its own metric: by reference, recorded before it answers), so
+// the proxy's own overhead is added-beyond-compile-µs.
 func BenchmarkProxyTTFB(b *testing.B) {
 	for _, size := range []int{10 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
-			up, srv, client := benchProxy(b, func(n int, body []byte) []judgetest.ReplyBlock {
+			up, addr, client, metrics := benchProxyProc(b, func(n int, body []byte) []judgetest.ReplyBlock {
 				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
 			})
 			h := benchHistory(b, up, size)
 			body := h.body()
-			ttfb(b, srv.URL, h.header, body) // the first compile is in full
+			ttfb(b, addr, h.header, body) // the first compile is in full
+			sum0, count0 := compileSeconds(b, metrics)
 			var direct, through, compile time.Duration
 			for b.Loop() {
 				direct += ttfb(b, up.URL, h.header, body)
-				through += ttfb(b, srv.URL, h.header, body)
+				through += ttfb(b, addr, h.header, body)
 				t0 := time.Now()
 				if _, err := client.Compile(context.Background(), &api.CompileCall{Conversation: "bench-full", DryRun: true, Return: api.ReturnPlan, Request: body}); err != nil {
 					b.Fatal(err)
@@ -111,6 +129,11 @@ func BenchmarkProxyTTFB(b *testing.B) {
 				compile += time.Since(t0)
 			}
 			n := float64(b.N)
+			sum1, count1 := compileSeconds(b, metrics)
+			proxyCompile := (sum1 - sum0) / float64(count1-count0) * 1e6
+			added := float64((through - direct).Microseconds()) / n
+			b.ReportMetric(proxyCompile, "proxy-compile-µs")
+			b.ReportMetric(added-proxyCompile, "added-beyond-compile-µs")
 			b.ReportMetric(float64(len(body))/1024, "request-KB")
 			b.ReportMetric(float64(direct.Microseconds())/n, "direct-µs")
 			b.ReportMetric(float64(through.Microseconds())/n, "proxy-µs")
@@ -126,7 +149,7 @@ func BenchmarkProxyTTFB(b *testing.B) {
 // throughput ratio.
 func BenchmarkProxyStream(b *testing.B) {
 	long := strings.Repeat("All work and no play makes a long reply. ", 100000)
-	up, srv, _ := benchProxy(b, func(int, []byte) []judgetest.ReplyBlock {
+	up, addr, _, _ := benchProxyProc(b, func(int, []byte) []judgetest.ReplyBlock {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
@@ -150,7 +173,7 @@ func BenchmarkProxyStream(b *testing.B) {
 	for b.Loop() {
 		d, n := read(up.URL)
 		direct += d
-		t, _ := read(srv.URL)
+		t, _ := read(addr)
 		through += t
 		bytesRead = n
 	}
