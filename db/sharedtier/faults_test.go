@@ -195,3 +195,25 @@ func TestBatchAllOrNothing(t *testing.T) {
 		t.Fatalf("a refused batch left %d stamps (%v)", len(got), err)
 	}
 }
+
+// TestConnectTimeout: a DSN without connect_timeout gets ConnectTimeout
+// (a dropped-packet server costs an attempt seconds, not the OS's minutes
+// of TCP retries); one with it keeps its own.
+func TestConnectTimeout(t *testing.T) {
+	for dsn, want := range map[string]time.Duration{
+		"host=10.0.0.1 user=u dbname=d":                   ConnectTimeout,
+		"host=10.0.0.1 user=u dbname=d connect_timeout=2": 2 * time.Second,
+		"postgres://u@10.0.0.1/d":                         ConnectTimeout,
+		"postgres://u@10.0.0.1/d?connect_timeout=17":      17 * time.Second,
+	} {
+		s, err := Open(dsn, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.pool.Config().ConnConfig.ConnectTimeout
+		s.Close()
+		if got != want {
+			t.Errorf("%s: connect timeout %v, want %v", dsn, got, want)
+		}
+	}
+}
