@@ -45,15 +45,20 @@ type shipper struct {
 func (s *shipper) run(ctx context.Context) error {
 	wait := shipEvery
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		case <-s.wake:
-			if s.failed {
+		next := time.Now().Add(wait)
+	sleep:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Until(next)):
+				break sleep
+			case <-s.wake:
+				if !s.failed {
+					break sleep
+				}
 				// While the server is away, an accept does not cut the
 				// backoff short: attempts stay spaced out.
-				continue
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, shipAttempt)
