@@ -3,7 +3,9 @@ package proxy
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
+	"hash"
 	"sync"
 )
 
@@ -16,13 +18,43 @@ import (
 // different, is answered with a full compile at once, so nothing here is
 // ever trusted beyond a compile's speed. What is kept is bounded in bytes
 // (Config.MaxHeld); the least recently used history goes first.
+//
+// The digest is the one cost here that grows with the history: hashing a
+// 1 MB prefix is most of a millisecond, on every turn. So a base keeps the
+// SHA-256 state at a few message ends (marks), and a digest hashes only the
+// bytes after the nearest mark: a follow-up turn shares its whole base, and
+// the base's last message end is a mark, so its digest hashes nothing. A
+// new base takes the marks of the old one it shares bytes with and hashes
+// only what is new. Marks are sparse (one per markEvery bytes, and the last
+// two messages' ends), so what they hold is a small part of the region's
+// bytes, and counted in MaxHeld.
 
 // base is one history's last compiled request.
 type base struct {
 	compileID string
 	region    []byte // the messages, first element's first byte to the last's last
 	ends      []int  // each message's end in region; the first starts at 0
+	marks     []mark // ascending by msg
 	used      uint64
+}
+
+// mark is the SHA-256 state of a base's region up to message msg's end.
+type mark struct {
+	msg   int
+	state []byte
+}
+
+// markEvery is the most bytes a digest hashes past a mark, but for the
+// messages after a base's last two.
+const markEvery = 64 << 10
+
+// held is what a base counts against MaxHeld.
+func (bs *base) held() int {
+	n := len(bs.region) + 8*len(bs.ends)
+	for _, m := range bs.marks {
+		n += len(m.state) + 8
+	}
+	return n
 }
 
 // bases holds each history's base, and its accept in flight.
@@ -68,13 +100,21 @@ func (b *bases) put(key, compileID string, body []byte, els []span) {
 		ends[i] = e.end - first
 	}
 	b.mu.Lock()
+	old := b.byKey[key]
+	b.mu.Unlock()
+	// Hashing is done outside the lock; an old base is never written, so
+	// reading its marks here is safe.
+	nb := &base{compileID: compileID, region: region, ends: ends}
+	nb.marks = marksFor(region, ends, old)
+	b.mu.Lock()
 	defer b.mu.Unlock()
-	if old := b.byKey[key]; old != nil {
-		b.size -= len(old.region)
+	if cur := b.byKey[key]; cur != nil {
+		b.size -= cur.held()
 	}
 	b.clock++
-	b.byKey[key] = &base{compileID: compileID, region: region, ends: ends, used: b.clock}
-	b.size += len(region)
+	nb.used = b.clock
+	b.byKey[key] = nb
+	b.size += nb.held()
 	for b.size > b.max && len(b.byKey) > 0 {
 		var oldest string
 		var at uint64
@@ -83,16 +123,87 @@ func (b *bases) put(key, compileID string, body []byte, els []span) {
 				oldest, at = k, v.used
 			}
 		}
-		b.size -= len(b.byKey[oldest].region)
+		b.size -= b.byKey[oldest].held()
 		delete(b.byKey, oldest)
 	}
+}
+
+// marksFor returns a new region's marks: the old base's marks over the
+// messages the two share byte for byte, then the new bytes hashed from the
+// last of those.
+func marksFor(region []byte, ends []int, old *base) []mark {
+	shared := 0
+	if old != nil {
+		prev := 0
+		for i := 0; i < len(ends) && i < len(old.ends); i++ {
+			if ends[i] != old.ends[i] || !bytes.Equal(region[prev:ends[i]], old.region[prev:ends[i]]) {
+				break
+			}
+			shared, prev = i+1, ends[i]
+		}
+	}
+	var marks []mark
+	h, at := sha256.New(), 0
+	if old != nil {
+		for _, m := range old.marks {
+			if m.msg >= shared {
+				break
+			}
+			marks = append(marks, m)
+		}
+		if len(marks) > 0 {
+			last := marks[len(marks)-1]
+			if restore(h, last.state) {
+				at = ends[last.msg]
+			} else {
+				marks, h = nil, sha256.New()
+			}
+		}
+	}
+	start := 0 // the first message not yet hashed
+	if len(marks) > 0 {
+		start = marks[len(marks)-1].msg + 1
+	}
+	since := 0
+	for i := start; i < len(ends); i++ {
+		h.Write(region[at:ends[i]])
+		since += ends[i] - at
+		at = ends[i]
+		if since >= markEvery || i >= len(ends)-2 {
+			st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+			if err != nil {
+				break // no mark: a digest then hashes from an earlier one
+			}
+			marks = append(marks, mark{msg: i, state: st})
+			since = 0
+		}
+	}
+	return thin(marks, ends)
+}
+
+// thin keeps the marks markEvery apart and the last two messages': the
+// marks a history gathers turn by turn stay a few per markEvery bytes.
+func thin(marks []mark, ends []int) []mark {
+	out := marks[:0]
+	last := -1 << 62
+	for _, m := range marks {
+		if m.msg >= len(ends)-2 || ends[m.msg]-last >= markEvery {
+			out = append(out, m)
+			last = ends[m.msg]
+		}
+	}
+	return out
+}
+
+func restore(h hash.Hash, state []byte) bool {
+	return h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state) == nil
 }
 
 func (b *bases) drop(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old := b.byKey[key]; old != nil {
-		b.size -= len(old.region)
+		b.size -= old.held()
 		delete(b.byKey, key)
 	}
 }
@@ -116,8 +227,25 @@ func (bs *base) shared(body []byte, els []span) (int, string) {
 	if n == 0 {
 		return 0, ""
 	}
-	sum := sha256.Sum256(body[first : first+prev])
-	return n, hex.EncodeToString(sum[:])
+	return n, bs.digest(n)
+}
+
+// digest is the SHA-256 of the region's first n messages, hashed from the
+// last mark at or before them.
+func (bs *base) digest(n int) string {
+	h, at := sha256.New(), 0
+	for i := len(bs.marks) - 1; i >= 0; i-- {
+		if m := bs.marks[i]; m.msg <= n-1 {
+			if restore(h, m.state) {
+				at = bs.ends[m.msg]
+			} else {
+				h = sha256.New()
+			}
+			break
+		}
+	}
+	h.Write(bs.region[at:bs.ends[n-1]])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // acceptStarted marks the history's accept in flight; the returned func

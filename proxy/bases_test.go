@@ -3,6 +3,8 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -47,9 +49,13 @@ func TestBaseShared(t *testing.T) {
 
 // TestBasesBounded: past MaxHeld the least recently used history goes.
 func TestBasesBounded(t *testing.T) {
-	b := newBases(100)
-	body := []byte(`{"messages":[{"t":"` + string(make([]byte, 0)) + `0123456789012345678901234567890123456789"}]}`)
+	body := []byte(`{"messages":[{"t":"0123456789012345678901234567890123456789"}]}`)
 	_, els, _ := messageSpans(body)
+	probe := newBases(1 << 20)
+	probe.put("x", "c_0", body, els)
+	one := probe.get("x").held() // the region, its ends and its marks
+	max := 2*one + one/2         // room for two histories, not three
+	b := newBases(max)
 	b.put("a", "c_1", body, els)
 	b.put("b", "c_2", body, els)
 	b.get("a")
@@ -57,7 +63,55 @@ func TestBasesBounded(t *testing.T) {
 	if b.get("b") != nil || b.get("a") == nil || b.get("c") == nil {
 		t.Errorf("after a third history over the bound: a %v, b %v, c %v; want b gone", b.get("a") != nil, b.get("b") != nil, b.get("c") != nil)
 	}
-	if b.size > 100 {
-		t.Errorf("holds %d bytes over its bound of 100", b.size)
+	if b.size > max {
+		t.Errorf("holds %d bytes over its bound of %d", b.size, max)
+	}
+}
+
+// TestBaseDigestMarks: over a history that grows, repeats a turn, edits an
+// old message and crosses markEvery many times, every digest a base gives
+// equals the SHA-256 of the bytes it names, however its marks were taken
+// over from the bases before it; and the marks stay sparse.
+func TestBaseDigestMarks(t *testing.T) {
+	b := newBases(1 << 30)
+	var msgs []string
+	body := func() []byte {
+		out := []byte(`{"model":"m","messages":[`)
+		for i, m := range msgs {
+			if i > 0 {
+				out = append(out, ", "[:1+i%2]...) // separators differ
+			}
+			out = append(out, m...)
+		}
+		return append(out, "]}"...)
+	}
+	msg := func(i, size int) string {
+		return fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, strings.Repeat("x", size))
+	}
+	for step := 0; step < 60; step++ {
+		switch {
+		case step%7 == 3: // the same request again
+		case step%11 == 5: // an old message edited
+			msgs[len(msgs)/2] = msg(-step, 10)
+		default:
+			msgs = append(msgs, msg(step, (step*37)%5000), msg(step, (step*7919)%(90<<10)))
+		}
+		body := body()
+		_, els, err := messageSpans(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.put("k", fmt.Sprintf("c_%d", step), body, els)
+		bs := b.get("k")
+		first := els[0].start
+		for n := 1; n <= len(els); n++ {
+			sum := sha256.Sum256(body[first:els[n-1].end])
+			if got, want := bs.digest(n), hex.EncodeToString(sum[:]); got != want {
+				t.Fatalf("step %d: digest of %d of %d messages %s, want %s", step, n, len(els), got, want)
+			}
+		}
+		if most := len(bs.region)/markEvery + 3; len(bs.marks) > most {
+			t.Fatalf("step %d: %d marks over %d bytes, want at most %d", step, len(bs.marks), len(bs.region), most)
+		}
 	}
 }
