@@ -65,8 +65,11 @@ func ttfb(b *testing.B, base string, hdr http.Header, body []byte) time.Duration
 }
 
 // benchProxy starts a real daemon, a test upstream answering with reply,
-// and an in-process proxy in front of it; cleanup is the benchmark's.
-func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*upstreamtest.Upstream, *httptest.Server, *api.Client) {
+// and an in-process proxy in front of it; cleanup is the benchmark's. Its
+// settle waits for the proxy's accepts in flight: a reply's accept runs
+// after the reply, off the client's path, and a benchmark that timed the
+// next request at once would charge it to whichever path came next.
+func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*upstreamtest.Upstream, *httptest.Server, *api.Client, func()) {
 	e := newE2EB(b)
 	e.serveB(b)
 	up, err := upstreamtest.Start()
@@ -83,7 +86,14 @@ func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*
 	}
 	srv := httptest.NewServer(p)
 	b.Cleanup(srv.Close)
-	return up, srv, client
+	settle := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := p.Wait(ctx); err != nil {
+			b.Fatal("the proxy's accepts did not finish:", err)
+		}
+	}
+	return up, srv, client, settle
 }
 
 // BenchmarkProxyTTFB: time to first byte through the proxy against
@@ -98,17 +108,19 @@ func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*
 func BenchmarkProxyTTFB(b *testing.B) {
 	for _, size := range []int{10 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
-			up, srv, client := benchProxy(b, func(n int, body []byte) []judgetest.ReplyBlock {
+			up, srv, client, settle := benchProxy(b, func(n int, body []byte) []judgetest.ReplyBlock {
 				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
 			})
 			hop := plainHop(b, up.URL)
 			h := benchHistory(b, up, size)
 			body := h.body()
 			ttfb(b, srv.URL, h.header, body) // the first compile is in full
+			settle()
 			var direct, through, plain, compile time.Duration
 			for b.Loop() {
 				direct += ttfb(b, up.URL, h.header, body)
 				through += ttfb(b, srv.URL, h.header, body)
+				settle()
 				plain += ttfb(b, hop.URL, h.header, body)
 				t0 := time.Now()
 				if _, err := client.Compile(context.Background(), &api.CompileCall{Conversation: "bench-full", DryRun: true, Return: api.ReturnPlan, Request: body}); err != nil {
@@ -179,7 +191,7 @@ func plainHop(b *testing.B, upstream string) *httptest.Server {
 // is BenchmarkProxyTTFB's).
 func BenchmarkProxyStream(b *testing.B) {
 	long := strings.Repeat("All work and no play makes a long reply. ", 100000)
-	up, srv, _ := benchProxy(b, func(int, []byte) []judgetest.ReplyBlock {
+	up, srv, _, settle := benchProxy(b, func(int, []byte) []judgetest.ReplyBlock {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
@@ -213,6 +225,7 @@ func BenchmarkProxyStream(b *testing.B) {
 		add(&direct, d)
 		t, _ := read(srv.URL)
 		add(&through, t)
+		settle()
 		p, _ := read(hop.URL)
 		add(&plain, p)
 		bytesRead = n
