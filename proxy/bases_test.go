@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBaseShared: the messages a new request shares byte for byte with
@@ -114,4 +116,48 @@ func TestBaseDigestMarks(t *testing.T) {
 			t.Fatalf("step %d: %d marks over %d bytes, want at most %d", step, len(bs.marks), len(bs.region), most)
 		}
 	}
+}
+
+// BenchmarkBaseFollowUp: a follow-up turn of a 1 MB history (the base's
+// messages and two new ones): what the proxy spends finding what it shares
+// with the base, its digest and recording the new base, against the
+// simplest way (hashing the shared prefix whole, as before marks), in one
+// run.
+func BenchmarkBaseFollowUp(b *testing.B) {
+	var msgs []string
+	for i := 0; len(msgs) < 2 || i < 256; i++ {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"%d %s"}]}`, i, strings.Repeat("x", 4000)))
+	}
+	build := func(ms []string) ([]byte, []span) {
+		body := []byte(`{"model":"m","messages":[` + strings.Join(ms, ",") + `]}`)
+		_, els, err := messageSpans(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return body, els
+	}
+	prev, prevEls := build(msgs)
+	next, nextEls := build(append(msgs, `{"role":"assistant","content":[{"type":"text","text":"ok"}]}`, `{"role":"user","content":"go on"}`))
+	var marks, whole time.Duration
+	for b.Loop() {
+		bs := newBases(1 << 30)
+		bs.put("k", "c_1", prev, prevEls)
+		t0 := time.Now()
+		n, digest := bs.get("k").shared(next, nextEls)
+		bs.put("k", "c_2", next, nextEls)
+		marks += time.Since(t0)
+		t1 := time.Now()
+		first := nextEls[0].start
+		bytes.Equal(next[first:nextEls[n-1].end], prev[first:prevEls[n-1].end])
+		sum := sha256.Sum256(next[first:nextEls[n-1].end])
+		whole += time.Since(t1)
+		if hex.EncodeToString(sum[:]) != digest {
+			b.Fatal("the digests differ")
+		}
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(float64(len(next))/1024, "request-KB")
+	b.ReportMetric(us(marks), "marks-µs")
+	b.ReportMetric(us(whole), "rehash-µs")
+	b.ReportMetric(float64(marks)/float64(whole), "marks/rehash")
 }
