@@ -189,7 +189,8 @@ CREATE TABLE stamps (
     branch       TEXT    NOT NULL,
     compile      TEXT,
     entry        TEXT,
-    created_ms   INTEGER NOT NULL
+    created_ms   INTEGER NOT NULL,
+    account      TEXT              -- the minting credential's salted fingerprint (migration 013); NULL: unknown
 ) WITHOUT ROWID;
 CREATE INDEX stamps_conversation ON stamps(conversation);
 CREATE TABLE releases (
@@ -252,3 +253,34 @@ CREATE TABLE report_breaks (
     data TEXT    NOT NULL
 );
 CREATE INDEX report_breaks_file ON report_breaks(file);
+CREATE TABLE salts (
+    name  TEXT PRIMARY KEY,        -- "account": the account fingerprint salt (db/salt.go)
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE account_aliases (
+    fingerprint TEXT PRIMARY KEY,  -- a credential's fingerprint (api.AccountFingerprint)
+    account     TEXT    NOT NULL,  -- the account it belongs to: its organization's fingerprint
+    created_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE accept_usage (
+    compile        TEXT    PRIMARY KEY,
+    conversation   TEXT    NOT NULL,
+    branch         TEXT    NOT NULL,
+    model          TEXT    NOT NULL,
+    accepted_ms    INTEGER NOT NULL,
+    input          INTEGER,          -- NULL: the usage did not say (migration 014)
+    output         INTEGER,
+    cache_read     INTEGER,
+    cache_write    INTEGER,          -- every cache write, 1-hour ones included
+    cache_write_1h INTEGER
+) WITHOUT ROWID;
+CREATE INDEX accept_usage_conversation ON accept_usage(conversation, accepted_ms);
+CREATE TABLE outbox (
+    id         INTEGER PRIMARY KEY,  -- the shared tier's outbox (migration 015, db/outbox.go)
+    kind       TEXT    NOT NULL,     -- 'stamp'
+    key        BLOB    NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE outbox_joined (
+    joined_ms INTEGER NOT NULL
+);

@@ -10,10 +10,15 @@ import (
 
 // echoBinder answers every compile with the request it was given, as the
 // daemon does when it strips nothing.
-type echoBinder struct{ got []byte }
+type echoBinder struct {
+	got     []byte
+	account string
+	alias   AccountAlias
+}
 
 func (e *echoBinder) Compile(_ context.Context, call *CompileCall) (*CompileAnswer, error) {
 	e.got = bytes.Clone(call.Request)
+	e.account = call.Account
 	return &CompileAnswer{CompilePlan: CompilePlan{CompileID: "c_1", Bound: true, Strips: []Strip{}, DroppedMessages: []string{}},
 		Request: call.Request}, nil
 }
@@ -28,6 +33,13 @@ func (*echoBinder) Conversation(context.Context, string) (*ConversationState, er
 }
 func (*echoBinder) Conversations(context.Context) (*ConversationList, error) {
 	return &ConversationList{}, nil
+}
+func (*echoBinder) AccountSalt(context.Context) ([]byte, error) {
+	return []byte("0123456789abcdef0123456789abcdef"), nil
+}
+func (e *echoBinder) AccountAlias(_ context.Context, a AccountAlias) (*AccountAliasAnswer, error) {
+	e.alias = a
+	return &AccountAliasAnswer{Added: true, Account: a.Account}, nil
 }
 
 // A request goes through the Go client byte for byte. pi's compaction

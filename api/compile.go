@@ -47,6 +47,9 @@ type CompileCall struct {
 	BindsThinking *bool      `json:"bindsThinking,omitempty"`
 	DryRun        bool       `json:"dryRun,omitempty"`
 	Return        string     `json:"return,omitempty"`
+	// Account is the fingerprint of the credential the request goes out
+	// under (AccountFingerprint); "" when the host does not say (account.go).
+	Account string `json:"account,omitempty"`
 	// Base makes this a compile by reference: Request's messages are only
 	// those after the ones it shares with the base compile's request.
 	Base *CompileBase `json:"base,omitempty"`
@@ -233,6 +236,16 @@ type ConversationSummary struct {
 	Accepted     int    `json:"accepted"`
 	Stamps       int    `json:"stamps"`
 	Releases     int    `json:"releases"`
+	// Retries: releases after a provider refusal (bindery proxy's release,
+	// recompile and retry), a part of Releases.
+	Retries int `json:"retries"`
+	// Replies accepted with a usage, and their tokens (the report prices
+	// them: bindery report).
+	Replies    int   `json:"replies"`
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
 }
 
 // ReleaseInfo is one release.
@@ -255,6 +268,10 @@ type Binder interface {
 	// Conversations lists the conversations no pi session file names
 	// (bindery proxy's, any host's own), the most recently active first.
 	Conversations(ctx context.Context) (*ConversationList, error)
+	// AccountSalt is the store's account fingerprint salt (account.go).
+	AccountSalt(ctx context.Context) ([]byte, error)
+	// AccountAlias records that a fingerprint belongs to an account.
+	AccountAlias(ctx context.Context, a AccountAlias) (*AccountAliasAnswer, error)
 }
 
 // readBody reads the whole body within the limit. Content-Length, when
@@ -326,6 +343,8 @@ func decodeCompile(body []byte) (*CompileCall, error) {
 			err = json.Unmarshal(val, &c.DryRun)
 		case "return":
 			err = json.Unmarshal(val, &c.Return)
+		case "account":
+			err = json.Unmarshal(val, &c.Account)
 		case "base":
 			err = json.Unmarshal(val, &c.Base)
 		default:
@@ -354,6 +373,11 @@ func decodeCompile(body []byte) (*CompileCall, error) {
 	case ReturnRequest, ReturnPlan:
 	default:
 		return nil, fmt.Errorf(`"return" is %q: want "request" or "plan"`, c.Return)
+	}
+	if c.Account != "" && !isAccountFingerprint(c.Account) {
+		// Never echo it: a host that got this wrong may have sent the
+		// credential itself.
+		return nil, fmt.Errorf(`"account" is not a fingerprint (%d lowercase hex digits, api.AccountFingerprint); never send the credential itself`, AccountFingerprintLen)
 	}
 	if b := c.Base; b != nil {
 		switch {

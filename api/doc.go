@@ -115,6 +115,16 @@
 // leaf compiled at; notInTree marks a compile leaf the file does not hold
 // yet.
 //
+// GET /v1/account-salt (added with account-bound thinking): the store's
+// salt, hex, the same for every host and for good. A compile's account is
+// AccountFingerprint of the credential the request goes out under (32
+// lowercase hex digits; anything else is 400 bad_request, never echoed);
+// a block of an account-bound model stamped under another account is
+// stripped with reason account-mismatch, not a release (account.go).
+// POST /v1/account-alias {fingerprint, account}: the credential belongs to
+// that account (its organization's fingerprint); the first alias of a
+// fingerprint stays; at most 65,536 (409 conflict past it).
+//
 // GET /v1/events: a subscriber that falls behind is closed with 1008 and
 // the reason "subscriber fell behind: N events buffered; resume with
 // ?since=SEQ". Event types add stamp (a reply seen landing in a session

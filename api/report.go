@@ -62,6 +62,43 @@ type Report struct {
 	// Prices is the price table the report used, keyed by model key
 	// ("sonnet-4.5").
 	Prices map[string]Price `json:"prices"`
+	// Hosts is the conversations of bindery proxy and other hosts without
+	// a session file (scope "archive" only; nil when there are none).
+	Hosts *HostReport `json:"hosts,omitempty"`
+	// GrandTotal is Figures.Total (pi's sessions) plus Hosts.Total.
+	GrandTotal float64 `json:"grandTotal"`
+}
+
+// HostReport is the spend of the conversations no pi session file holds
+// (bindery proxy's, a script's own): each accepted reply's usage as its
+// accept carried it, priced by the same table as pi's. Kept apart from
+// Figures, which are read from pi's files: no cycles, breaks or thinking
+// figures, which need the requests themselves.
+type HostReport struct {
+	// Conversations, by spend; their Total adds up to Total.
+	Conversations []HostLine `json:"conversations"`
+	Usage         UsageLine  `json:"usage"` // Entries: replies accepted
+	// UsageMissing counts replies whose usage lacked input, cache read or
+	// cache write: their known counts are in the sums, and their spend
+	// is in no total (Unpriced).
+	UsageMissing int     `json:"usageMissing"`
+	Total        float64 `json:"total"`
+	Unpriced     int     `json:"unpriced"` // replies without a price
+}
+
+// HostLine is one conversation of a host (bindery proxy: client:session).
+type HostLine struct {
+	Conversation string    `json:"conversation"`
+	Client       string    `json:"client,omitempty"`
+	Models       []string  `json:"models"`
+	First        string    `json:"first"`
+	Last         string    `json:"last"`
+	Usage        UsageLine `json:"usage"`
+	UsageMissing int       `json:"usageMissing"`
+	// HitRatio is cache read over all input (input, read, write).
+	HitRatio float64 `json:"hitRatio"`
+	Total    float64 `json:"total"`
+	Unpriced int     `json:"unpriced"`
 }
 
 // SessionLine is one session in an archive report. Spend is the session's

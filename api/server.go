@@ -69,6 +69,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.HandleFunc("POST /v1/release", s.handleRelease)
 		mux.HandleFunc("GET /v1/conversations", s.handleConversations)
 		mux.HandleFunc("GET /v1/conversations/{id}", s.handleConversation)
+		mux.HandleFunc("GET /v1/account-salt", s.handleAccountSalt)
+		mux.HandleFunc("POST /v1/account-alias", s.handleAccountAlias)
 	}
 	if s.Events != nil {
 		mux.Handle("GET /v1/events", s.Events)

@@ -17,6 +17,16 @@ type Health struct {
 	Socket        string         `json:"socket"`
 	Database      DatabaseHealth `json:"database"`
 	Watcher       WatcherHealth  `json:"watcher"`
+	// Shared is the shared tier this machine joined (bindery serve
+	// --shared); nil: this machine alone.
+	Shared *SharedHealth `json:"shared,omitempty"`
+}
+
+// SharedHealth is the shared tier as this machine sees it.
+type SharedHealth struct {
+	Name    string `json:"name"`    // the DSN without its password
+	Machine string `json:"machine"` // this machine's name in it
+	Outbox  int    `json:"outbox"`  // stamps waiting to be shipped
 }
 
 // DatabaseHealth describes the SQLite file.

@@ -288,7 +288,7 @@ func StampReply(rec *CompileRecord, reply *Message) []Stamp {
 		if !isThinking(b.Kind) || !b.Signed {
 			return
 		}
-		out = append(out, Stamp{Key: b.Key, Seed: rec.Seed, Chain: chain, Pred: pred, Model: rec.Model})
+		out = append(out, Stamp{Key: b.Key, Seed: rec.Seed, Chain: chain, Pred: pred, Model: rec.Model, Account: rec.Account})
 		pred = b.Key
 	})
 	return out

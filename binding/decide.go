@@ -57,6 +57,21 @@ import (
 //     a compaction request holding the earlier block alone vouches through
 //     it only when that block's last replaced message was an assistant's
 //     (see swap).
+//   - Account binding (research 1.5, 3: Sonnet 5.5 and Haiku 5.5 blocks
+//     are read only in the account that minted them; the provider drops
+//     them elsewhere as organization_binding_mismatch): a block of an
+//     account-bound model whose stamp names another credential than the
+//     request's (CompileInput.Account, a salted fingerprint) is stripped
+//     as account-mismatch, ahead of every verdict but released, unsigned
+//     and a repeat (the provider's precedence puts the organization first),
+//     and is not a release: it comes back under its own credential. A
+//     stamp or a request with no account is not compared. Two credentials
+//     are one account when their fingerprints are equal or alias one
+//     account (CompileInput.AccountAliases: keys of one organization, as
+//     the provider's answers name it); Haiku 5.5's "linked accounts" are
+//     not known here. Attribution by prefix takes
+//     the attributed compile's account; compiles at one head under two
+//     accounts disagree (TestAccountAttribution).
 //   - cache.firstChange: "system" when the seed (system or tools) differs;
 //     a position inside the owner's request otherwise; "" when this request
 //     only appends to the owner's (a block appended to the owner's last
@@ -82,6 +97,15 @@ type CompileInput struct {
 	BindsThinking *bool    // the host's override; nil: Models.Binds(Request.Model)
 	DryRun        bool
 	Engaged       bool
+	// Account is the salted fingerprint of the credential this request is
+	// sent under; "" when the host did not say. A block of an account-bound
+	// model (ModelTable.AccountBound) stamped under another known account
+	// is stripped as account-mismatch.
+	Account string
+	// AccountAliases maps a fingerprint to the account it is known to
+	// belong to (a key to its organization, learned from the provider's
+	// answers); both sides of a comparison are read through it, one level.
+	AccountAliases map[string]string
 
 	// Stamps is, for each key StampKeys(Request) lists, in that order,
 	// the block's recorded stamp, nil when it has none; nil when no block
@@ -372,8 +396,9 @@ type decider struct {
 
 // minterFacts is what the decision asks of a block's minting model.
 type minterFacts struct {
-	reads bool // the target reads its blocks (models.Reads)
-	binds bool // it binds its blocks to their prefix (models.Binds)
+	reads   bool // the target reads its blocks (models.Reads)
+	binds   bool // it binds its blocks to their prefix (models.Binds)
+	account bool // its blocks are read only in their account (models.AccountBound)
 }
 
 // minter is minter's facts, worked out once per minter: a long
@@ -387,7 +412,7 @@ func (d *decider) minter(name string) minterFacts {
 	}
 	f, ok := d.minters[name]
 	if !ok {
-		f = minterFacts{reads: d.models.Reads(d.req.Model, name), binds: d.models.Binds(name)}
+		f = minterFacts{reads: d.models.Reads(d.req.Model, name), binds: d.models.Binds(name), account: d.models.AccountBound(name)}
 		if d.minters == nil {
 			d.minters = map[string]minterFacts{}
 		}
@@ -568,7 +593,7 @@ func (d *decider) attributeMessage(from, to int) {
 			cand, viaSent = r, !host
 			continue
 		}
-		if r.Seed != cand.Seed || r.LastRead != cand.LastRead || NormalizeModel(r.Model) != NormalizeModel(cand.Model) || r.End != cand.End {
+		if r.Seed != cand.Seed || r.LastRead != cand.LastRead || NormalizeModel(r.Model) != NormalizeModel(cand.Model) || r.End != cand.End || d.account(r.Account) != d.account(cand.Account) {
 			agree = false
 		}
 	}
@@ -597,7 +622,7 @@ func (d *decider) attributeMessage(from, to int) {
 			if viaSent {
 				chain = t.chain
 			}
-			d.attributed[t.key] = &Stamp{Key: t.key, Seed: cand.Seed, Chain: chain, Pred: pred, Model: cand.Model}
+			d.attributed[t.key] = &Stamp{Key: t.key, Seed: cand.Seed, Chain: chain, Pred: pred, Model: cand.Model, Account: cand.Account}
 			d.attrOrder = append(d.attrOrder, t.key)
 		}
 		pred = t.key
@@ -806,6 +831,8 @@ func (d *decider) verdicts() {
 			t.reason = ReasonReleased
 		case t.dup:
 			t.reason = ReasonGap // a repeat of a block is a reordering
+		case ok && d.otherAccount(st):
+			t.reason = ReasonAccountMismatch
 		case !d.in.Engaged || !d.binds:
 			// valid unless released
 		case !ok:
@@ -819,10 +846,28 @@ func (d *decider) verdicts() {
 		case st.Seed != d.req.Seed:
 			t.reason = ReasonSeedChanged
 		}
-		if t.signed && !t.dup && !t.unreadable {
+		if t.signed && !t.dup && !t.unreadable && t.reason != ReasonAccountMismatch {
 			prev = t.key
 		}
 	}
+}
+
+// otherAccount reports whether st was minted by an account-bound model
+// under a credential other than this request's. Both must be known: a
+// stamp or a request without an account (pi's sessions, a host that does
+// not say) is not compared, as before accounts were recorded.
+func (d *decider) otherAccount(st *Stamp) bool {
+	return st.Account != "" && d.in.Account != "" && d.account(st.Account) != d.account(d.in.Account) && d.minter(st.Model).account
+}
+
+// account is the account a fingerprint is known to belong to: its alias,
+// else itself. Stamps keep the fingerprint they were minted under, so an
+// alias learned later applies to them too.
+func (d *decider) account(fp string) string {
+	if a, ok := d.in.AccountAliases[fp]; ok && a != "" {
+		return a
+	}
+	return fp
 }
 
 // drop marks the messages the strip empties; it reports whether the set
@@ -859,7 +904,7 @@ func (d *decider) finish(out *Compiled) {
 	in := d.in
 	rec := &CompileRecord{
 		ID: in.ID, Conversation: in.Conversation, Branch: in.Branch, Seq: in.Seq,
-		Model: d.req.Model, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
+		Model: d.req.Model, Account: in.Account, Binds: d.binds, Engaged: in.Engaged, DryRun: in.DryRun,
 		Seed: d.req.Seed, End: d.end, Through: d.recordThrough(),
 	}
 	for i := len(d.req.Messages) - 1; i >= 0; i-- {

@@ -53,6 +53,7 @@ type sim struct {
 	seq     int64
 	dry     map[string]bool
 	tomb    map[string]bool
+	account string // the credential fingerprint compiles are sent under
 
 	// oracle
 	truth    map[Digest]*Stamp
@@ -97,7 +98,7 @@ func (s *sim) compileOpt(o copt, b []byte) (*Compiled, []byte) {
 	s.seq++
 	id := fmt.Sprintf("c%d", s.seq)
 	c, err := Compile(CompileInput{ID: id, Conversation: "conv", Branch: o.branch, Seq: s.seq, Request: req,
-		BindsThinking: o.binds, DryRun: o.dry, Engaged: s.engaged, Stamps: StampsFor(req, st), Released: s.rel[o.branch],
+		BindsThinking: o.binds, DryRun: o.dry, Engaged: s.engaged, Account: s.account, Stamps: StampsFor(req, st), Released: s.rel[o.branch],
 		Remembered: rem, Owner: s.owner[o.branch], Models: s.models})
 	if err != nil {
 		s.t.Fatal(err)

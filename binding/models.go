@@ -44,6 +44,10 @@ type ModelRule struct {
 	// ReadsOnClaudeAPI is like Reads but only when the target is on the
 	// Claude API (see the route rule above).
 	ReadsOnClaudeAPI []string `json:"readsOnClaudeAPI,omitempty"`
+	// AccountBound: the blocks this model mints are read only in the
+	// account that minted them (research 1.5 and 3: Sonnet 5.5, Haiku 5.5;
+	// the provider drops them elsewhere as organization_binding_mismatch).
+	AccountBound bool `json:"accountBound,omitempty"`
 }
 
 // ModelTable answers the model questions of the decision. The zero value is
@@ -76,9 +80,12 @@ var defaultModelRules = []ModelRule{
 	{ID: "claude-opus-5-5", Binds: true, Reads: []string{"claude-opus-5", "claude-sonnet-5", "claude-opus-4*", "claude-sonnet-4*", "claude-haiku-4*", "claude-3*", "claude-2*", "claude-instant*"}},
 	// Sonnet 5.5: read set not detailed: own only. Haiku 5.5 drops other
 	// models' blocks. (Bedrock says Haiku 5.5 blocks replay on other models;
-	// no reader lists them, so no reader reads them here: [INF].)
-	{ID: "claude-sonnet-5-5", Binds: true},
-	{ID: "claude-haiku-5-5", Binds: true},
+	// no reader lists them, so no reader reads them here: [INF].) Both
+	// mint blocks bound to the account (research 1.5, 3); Haiku 5.5's
+	// "or a linked account" is not known to bindery: every credential is
+	// its own account unless its fingerprint is the same (decide.go).
+	{ID: "claude-sonnet-5-5", Binds: true, AccountBound: true},
+	{ID: "claude-haiku-5-5", Binds: true, AccountBound: true},
 	// Models without the prefix check. The model check still applies (an
 	// Opus 5.5 block was dropped on Sonnet 5): they read only legacy blocks.
 	{ID: "claude-fable-5", Group: "legacy", Reads: []string{"group:legacy"}},
@@ -216,6 +223,14 @@ func (t *ModelTable) Known(model string) bool { return t.rule(NormalizeModel(mod
 func (t *ModelTable) Binds(model string) bool {
 	r := t.rule(NormalizeModel(model))
 	return r == nil || r.Binds
+}
+
+// AccountBound reports whether model's blocks are read only in the account
+// that minted them. Unknown models are not: an unknown model is taken to
+// read only its own blocks, and nothing says its blocks carry an account.
+func (t *ModelTable) AccountBound(model string) bool {
+	r := t.rule(NormalizeModel(model))
+	return r != nil && r.AccountBound
 }
 
 // TargetBinds is a compile's resolved bindsThinking: the host's override

@@ -33,6 +33,11 @@ const (
 	// ReasonGap: individually valid, but outside the chosen run (run rule,
 	// latest-assistant-message rule). A release.
 	ReasonGap Reason = "gap"
+	// ReasonAccountMismatch: the block's model binds its blocks to the
+	// account that minted them (ModelRule.AccountBound), and this request
+	// is sent under another credential. Not a release: the block comes
+	// back under its own credential.
+	ReasonAccountMismatch Reason = "account-mismatch"
 	// ReasonUnsigned: a thinking block with an empty signature (or redacted
 	// thinking with empty data). The provider refuses it on every model, so
 	// it is stripped even when nothing else is (decision: bindery had the
@@ -61,6 +66,10 @@ type Stamp struct {
 	Chain Digest // message chain just before the block, as the minting request was sent and the reply grew it
 	Pred  Digest // key of the thinking block the model read just before this one; zero: none
 	Model string // the minting model, as the request named it
+	// Account is the salted fingerprint of the credential the minting
+	// request was sent under (api.AccountFingerprint); "" when unknown
+	// (pi's sessions, a host that sends none).
+	Account string
 }
 
 // Release is a branch's permanent decision never to send a block again. The
@@ -143,6 +152,7 @@ type CompileRecord struct {
 	Branch       string // pi: the leaf entry id; other hosts: the branch name
 	Seq          int64  // the daemon's monotonic compile sequence (orders compiles; no clock)
 	Model        string // request.model
+	Account      string // the credential's salted fingerprint the request is sent under; "" unknown
 	Binds        bool   // the compile's target binds thinking
 	Engaged      bool   // the conversation was engaged when the compile was decided
 	DryRun       bool   // decided and reported only; never accepted, never persisted

@@ -152,6 +152,14 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := tx.MarkAccepted(ctx, rec.ID, rec.LastRead, now, len(stamped), len(released)); err != nil {
 			return err
 		}
+		if usage, ok := replyUsage(call.Usage, call.Reply); ok && c.row.SessionFile == "" {
+			// A pi session's usage is read from its file; a host without
+			// one (bindery proxy) has only what its accepts carry.
+			usage.Compile, usage.Conversation, usage.Branch, usage.Model, usage.AcceptedMs = rec.ID, c.id, rec.Branch, rec.Model, now
+			if err := tx.InsertAcceptUsage(ctx, usage); err != nil {
+				return err
+			}
+		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
@@ -184,6 +192,9 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	// mirror what was committed
 	c.markAccepted(e, len(stamped), len(released), rec)
 	c.cacheStamps(stamped) // the next compile carries these blocks
+	if len(stamped) > 0 && b.stamped != nil {
+		b.stamped()
+	}
 	for _, r := range released {
 		c.releases = append(c.releases, r)
 	}

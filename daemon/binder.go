@@ -52,6 +52,19 @@ type Binder struct {
 
 	trees *treeCache // session trees for Conversation (the daemon shares GetSession's)
 
+	// readThrough asks the shared tier for stamps this machine has none
+	// of (read_through.go); nil: this machine alone.
+	readThrough *readThrough
+	// stamped, when set, is told after an accept recorded stamps (the
+	// shared tier's shipper: shipper.poke).
+	stamped func()
+
+	// salt is the store's account salt once read; aliases the account
+	// aliases, replaced whole under aliasMu (account.go)
+	salt    atomic.Pointer[[]byte]
+	aliases atomic.Pointer[map[string]string]
+	aliasMu sync.Mutex
+
 	// beforePathRead, when set, runs just before releaseTree reads the
 	// leaf's path, after branchPath found the leaf: tests change the
 	// session file in that window. nil outside tests.

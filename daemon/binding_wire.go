@@ -25,6 +25,10 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		Follow:      func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
 	b.trees = &d.trees // GET /v1/sessions/{id} and the conversation's branches read the same trees
+	if d.shared != nil {
+		b.readThrough = &readThrough{store: d.shared, wait: d.cfg.SharedWait, log: d.log.With("component", "shared")}
+		b.stamped = d.ship.poke
+	}
 	d.binder = b
 	d.ingest.journal = j
 	blog := d.log.With("component", "binding")

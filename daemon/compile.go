@@ -107,11 +107,18 @@ func (b *Binder) compileLocked(ctx context.Context, c *conv, call *api.CompileCa
 	if err != nil {
 		return nil, err
 	}
+	var aliases map[string]string
+	if call.Account != "" {
+		// Only a compile that names an account compares accounts.
+		if aliases, err = b.accountAliases(ctx); err != nil {
+			return nil, fmt.Errorf("compile %s: %w", id, err)
+		}
+	}
 	in := binding.CompileInput{
 		ID: id, Conversation: call.Conversation, Branch: call.Branch, Seq: seq,
 		Request: req, BindsThinking: call.BindsThinking, DryRun: call.DryRun, Engaged: f.engaged,
 		Stamps: f.stamps, Released: f.released, Remembered: f.remembered, Owner: f.owner, Models: b.models,
-		Compactions: f.compactions, Memory: &c.decide,
+		Compactions: f.compactions, Memory: &c.decide, Account: call.Account, AccountAliases: aliases,
 	}
 	if !call.DryRun {
 		// In memory, the record shares what it repeats of the record it

@@ -90,6 +90,14 @@ type Config struct {
 	// AcceptedWindow is binding.Retention.Tombstones.
 	AcceptedWindow int
 
+	// Shared is the shared tier's DSN (issue 29, README "Sharing across
+	// machines"); empty: this machine alone, as before. Machine names this
+	// machine in it (default: the host name). SharedWait bounds a
+	// compile's read-through of stamps it does not hold.
+	Shared     string
+	Machine    string
+	SharedWait time.Duration
+
 	// Not settable from the command line.
 	Version  string
 	Logger   *slog.Logger
@@ -115,6 +123,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		MaxLineBytes:    DefaultMaxLineBytes,
 		Rescan:          10 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
+		SharedWait:      time.Second,
 		LogLevel:        slog.LevelInfo,
 		EventsMax:       100_000,
 		EventsMaxAge:    30 * 24 * time.Hour,
@@ -203,6 +212,15 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	c.Shared = getenv("BINDERY_SHARED")
+	if v := getenv("BINDERY_MACHINE"); v != "" {
+		c.Machine = v
+	}
+	if v := getenv("BINDERY_SHARED_WAIT"); v != "" {
+		if c.SharedWait, err = time.ParseDuration(v); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_SHARED_WAIT: %w", err))
+		}
+	}
 	if v := getenv("BINDERY_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("BINDERY_LOG_LEVEL: %w", err))
@@ -248,6 +266,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "an idle keep-alive connection is closed after this (env BINDERY_IDLE_TIMEOUT)")
 	fs.IntVar(&c.AcceptedWindow, "accepted-window", c.AcceptedWindow, "accepted compiles a conversation remembers: a repeated accept within them answers 200 (repeated), beyond them 404 compile_forgotten (env BINDERY_ACCEPTED_WINDOW)")
 	fs.IntVar(&c.FeedBuffer, "feed-buffer", c.FeedBuffer, "events a websocket subscriber may fall behind before it is dropped with a close reason (env BINDERY_FEED_BUFFER)")
+	fs.StringVar(&c.Shared, "shared", c.Shared, "join a team's shared tier: a PostgreSQL DSN (env BINDERY_SHARED; README \"Sharing across machines\"; its password is never shown)")
+	fs.StringVar(&c.Machine, "machine", c.Machine, "this machine's name in the shared tier (env BINDERY_MACHINE; default the host name)")
+	fs.DurationVar(&c.SharedWait, "shared-wait", c.SharedWait, "how long a compile waits for the shared tier's stamps of blocks this machine has none for; past it they are stripped (env BINDERY_SHARED_WAIT)")
 	fs.DurationVar(&c.FeedStall, "feed-stall", c.FeedStall, "how long one event write to a websocket subscriber may block before the connection is cut (env BINDERY_FEED_STALL)")
 }
 
@@ -323,6 +344,17 @@ func (c *Config) Resolve() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout must be positive")
+	}
+	if c.SharedWait <= 0 || c.SharedWait > 10*time.Second {
+		return fmt.Errorf("--shared-wait %s is outside (0, 10s]: a compile waits that long at most", c.SharedWait)
+	}
+	if c.Machine == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.Machine = h
+		}
+	}
+	if len(c.Machine) == 0 || len(c.Machine) > 128 {
+		return fmt.Errorf("--machine %q: want 1 to 128 bytes", c.Machine)
 	}
 	for _, b := range []struct {
 		flag string

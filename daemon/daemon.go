@@ -22,8 +22,11 @@
 //  4. Stop the watcher: its context is cancelled and Run returns after the
 //     batch in flight, if any, has been committed or rolled back whole (a
 //     batch's transaction is never cut by the cancellation).
-//  5. Close the database: PRAGMA optimize, readers, then the writer.
-//  6. Release the locks.
+//  5. With --shared: stop the shipper and ship what the outbox holds, at
+//     most ShipAtExit (what is left ships at the next start), then close
+//     the shared tier's pool.
+//  6. Close the database: PRAGMA optimize, readers, then the writer.
+//  7. Release the locks.
 //
 // A second signal ends the process at once (cmd/bindery restores the
 // default signal handling after the first); that loses nothing committed,
@@ -43,6 +46,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/db"
+	"github.com/my-pi/bindery/db/sharedtier"
 	"github.com/my-pi/bindery/watcher"
 )
 
@@ -71,9 +75,11 @@ type daemon struct {
 	watch   *watcher.Watcher
 	ingest  *ingester
 	roots   []Root
-	watchOK func() error // the watcher's exit, for health
-	trees   treeCache    // GET /v1/sessions/{id}
-	binder  *Binder      // owners of a session's branches (nil until wired)
+	watchOK func() error      // the watcher's exit, for health
+	trees   treeCache         // GET /v1/sessions/{id}
+	binder  *Binder           // owners of a session's branches (nil until wired)
+	shared  *sharedtier.Store // the shared tier (--shared); nil: this machine alone
+	ship    *shipper          // its outbox's shipper
 
 	// onShutdown runs after the server stopped accepting and before the
 	// watcher stops (step 3): live feeds close here.
@@ -111,6 +117,22 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		}
 		d.log.Info("stopped")
 	}()
+
+	var ship *shipper
+	if cfg.Shared != "" {
+		// A DSN that does not parse stops the start; a server that does
+		// not answer does not (the machine works alone until it does).
+		if d.shared, err = sharedtier.Open(cfg.Shared, cfg.Machine); err != nil {
+			return err
+		}
+		defer d.shared.Close()
+		if err := d.store.EnableOutbox(ctx, time.Now().UnixMilli()); err != nil {
+			return err
+		}
+		ship = &shipper{wake: make(chan struct{}, 1), store: d.store, shared: d.shared, log: d.log.With("component", "shared")}
+		d.ship = ship
+		d.log.Info("joined a shared tier", "shared", d.shared.Name(), "machine", cfg.Machine)
+	}
 
 	saved, err := d.store.Cursors(ctx)
 	if err != nil {
@@ -203,6 +225,16 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	g.Go(func() error { return d.trackFirstScan(gctx) })
 	g.Go(func() error { return d.watchdog(gctx) })
 	g.Go(func() error { return journal.RunPruner(gctx, time.Minute) })
+	// The shipper's context is not gctx: it stops in step 5, after the
+	// last writes.
+	shipCtx, stopShip := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopShip()
+	shipDone := make(chan struct{})
+	if ship != nil {
+		go func() { defer close(shipDone); ship.run(shipCtx) }()
+	} else {
+		close(shipDone)
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		d.log.Info("shutting down", "cause", context.Cause(gctx))
@@ -223,6 +255,12 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		// 4. Stop the watcher; Run returns after the batch in flight.
 		stopWatch()
 		<-watchDone
+		// 5. Ship what the outbox holds (bounded).
+		stopShip()
+		<-shipDone
+		if ship != nil {
+			ship.drain()
+		}
 		return nil
 	})
 
@@ -237,7 +275,7 @@ func (d *daemon) run(ctx context.Context) (err error) {
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	return err // 5 and 6: the deferred database close and lock releases
+	return err // 6 and 7: the deferred database close and lock releases
 }
 
 // trackFirstScan marks the first ingest finished once the watcher has

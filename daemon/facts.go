@@ -147,6 +147,11 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 	if err != nil {
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
+	if b.readThrough != nil && len(rows) < len(need) {
+		if err := b.readThrough.fill(ctx, b.j, c.id, need, rows); err != nil {
+			return nil, err
+		}
+	}
 	if c.stamps == nil || len(c.stamps)+len(rows) > stampsCached {
 		// started again: the request's own cached stamps come along
 		fresh := make(map[binding.Digest]*binding.Stamp, len(rows)+len(keys)-len(need))

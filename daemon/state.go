@@ -159,6 +159,13 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 	if err := d.watchOK(); err != nil {
 		h.Watcher.Running, h.Watcher.Error = false, err.Error()
 	}
+	if d.shared != nil {
+		n, err := d.store.OutboxLen(ctx)
+		if err != nil {
+			return api.Health{}, err
+		}
+		h.Shared = &api.SharedHealth{Name: d.shared.Name(), Machine: d.shared.Machine(), Outbox: n}
+	}
 	ws := d.watch.Status()
 	h.Watcher.LastRescan = ws.LastRescan.UTC()
 	if ws.Degraded {

@@ -39,7 +39,8 @@ func (b *Binder) Conversations(ctx context.Context) (*api.ConversationList, erro
 			client = ""
 		}
 		l.Conversations[i] = api.ConversationSummary{Conversation: r.ID, Client: client, Engaged: r.Engaged, Created: ts(r.CreatedMs),
-			LastActivity: ts(r.LastMs), Branches: r.Branches, Compiles: r.Compiles, Accepted: r.Accepted, Stamps: r.Stamps, Releases: r.Releases}
+			LastActivity: ts(r.LastMs), Branches: r.Branches, Compiles: r.Compiles, Accepted: r.Accepted, Stamps: r.Stamps, Releases: r.Releases,
+			Retries: r.Retries, Replies: r.Replies, Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite}
 	}
 	return l, nil
 }

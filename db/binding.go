@@ -212,13 +212,18 @@ func (t *Tx) InsertStamps(ctx context.Context, stamps []StampRow) ([]StampRow, e
 			pred = s.Pred[:]
 		}
 		res, err := stmt.ExecContext(ctx, s.Key[:], s.Seed[:], s.Chain[:], pred, s.Model, s.Source, s.Conversation, s.Branch,
-			nullString(s.Compile), nullString(s.Entry), s.CreatedMs)
+			nullString(s.Compile), nullString(s.Entry), s.CreatedMs, nullString(s.Account))
 		if err != nil {
 			return nil, fmt.Errorf("insert stamp: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			added = append(added, s)
 			t.stamped = append(t.stamped, s.Key)
+			if t.outbox && s.Source != SourceShared {
+				if err := t.queueStamp(ctx, s); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return added, nil
@@ -439,8 +444,8 @@ func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Dig
 		for rows.Next() {
 			var s StampRow
 			var key, seed, chain, pred []byte
-			var compile, entry sql.NullString
-			if err := rows.Scan(&key, &seed, &chain, &pred, &s.Model, &s.Source, &s.Conversation, &s.Branch, &compile, &entry, &s.CreatedMs); err != nil {
+			var compile, entry, account sql.NullString
+			if err := rows.Scan(&key, &seed, &chain, &pred, &s.Model, &s.Source, &s.Conversation, &s.Branch, &compile, &entry, &s.CreatedMs, &account); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("read stamps: %w", err)
 			}
@@ -448,7 +453,7 @@ func (d *DB) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Dig
 			copy(s.Seed[:], seed)
 			copy(s.Chain[:], chain)
 			copy(s.Pred[:], pred)
-			s.Compile, s.Entry = compile.String, entry.String
+			s.Compile, s.Entry, s.Account = compile.String, entry.String, account.String
 			out[s.Key] = s
 		}
 		err = rows.Err()
@@ -468,7 +473,7 @@ var stampsSizes = [...]int{1, 4, 16, 64, 200}
 
 var stampsQueries = func() (qs [len(stampsSizes)]string) {
 	for i, n := range stampsSizes {
-		qs[i] = `SELECT key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms FROM stamps WHERE key IN (?` +
+		qs[i] = `SELECT key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms, account FROM stamps WHERE key IN (?` +
 			strings.Repeat(",?", n-1) + `)`
 	}
 	return qs

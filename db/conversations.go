@@ -19,6 +19,12 @@ type HostConversation struct {
 	Branches  int
 	Stamps    int
 	Releases  int
+	// Retries counts the releases a host made after the provider refused
+	// a block (bindery proxy's release, recompile and retry: reason host).
+	Retries int
+	// Replies and the token sums are the accepts' usage (accept_usage).
+	Replies                              int
+	Input, Output, CacheRead, CacheWrite int64
 }
 
 // maxHostConversations bounds the list: the newest first.
@@ -33,7 +39,13 @@ func (d *DB) HostConversations(ctx context.Context) ([]HostConversation, error) 
 		(SELECT count(*) FROM compiles k WHERE k.conversation = c.id AND k.accepted_ms IS NOT NULL),
 		(SELECT count(*) FROM branches b WHERE b.conversation = c.id),
 		(SELECT count(*) FROM stamps s WHERE s.conversation = c.id),
-		(SELECT count(*) FROM releases r WHERE r.conversation = c.id)
+		(SELECT count(*) FROM releases r WHERE r.conversation = c.id),
+		(SELECT count(*) FROM releases r WHERE r.conversation = c.id AND r.reason = 'host'),
+		(SELECT count(*) FROM accept_usage u WHERE u.conversation = c.id),
+		(SELECT coalesce(sum(u.input), 0) FROM accept_usage u WHERE u.conversation = c.id),
+		(SELECT coalesce(sum(u.output), 0) FROM accept_usage u WHERE u.conversation = c.id),
+		(SELECT coalesce(sum(u.cache_read), 0) FROM accept_usage u WHERE u.conversation = c.id),
+		(SELECT coalesce(sum(u.cache_write), 0) FROM accept_usage u WHERE u.conversation = c.id)
 		FROM conversations c WHERE coalesce(c.session_file, '') = ''
 		AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.id)
 		ORDER BY 4 DESC, c.id LIMIT ?`, maxHostConversations)
@@ -44,7 +56,8 @@ func (d *DB) HostConversations(ctx context.Context) ([]HostConversation, error) 
 	var out []HostConversation
 	for rows.Next() {
 		var h HostConversation
-		if err := rows.Scan(&h.ID, &h.Engaged, &h.CreatedMs, &h.LastMs, &h.Compiles, &h.Accepted, &h.Branches, &h.Stamps, &h.Releases); err != nil {
+		if err := rows.Scan(&h.ID, &h.Engaged, &h.CreatedMs, &h.LastMs, &h.Compiles, &h.Accepted, &h.Branches, &h.Stamps, &h.Releases,
+			&h.Retries, &h.Replies, &h.Input, &h.Output, &h.CacheRead, &h.CacheWrite); err != nil {
 			return nil, fmt.Errorf("host conversations: %w", err)
 		}
 		out = append(out, h)

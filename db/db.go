@@ -62,6 +62,8 @@ type DB struct {
 	added stampsAdded
 	// paths keeps the session paths walked last (path_memo.go).
 	paths pathMemos
+	// outbox: stamps recorded get an outbox row (outbox.go)
+	outbox atomic.Bool
 }
 
 // Options tunes Open. The zero value is what the daemon uses.
@@ -182,7 +184,8 @@ func (d *DB) Close() error {
 // Tx is a write transaction. Every durable change bindery makes is a
 // method of it, so no package above db handles SQL.
 type Tx struct {
-	tx *sql.Tx
+	tx     *sql.Tx
+	outbox bool // the DB's outbox is on (outbox.go)
 	// stamped are the keys InsertStamps recorded: logged once the
 	// transaction ends (stamps_added.go).
 	stamped []binding.Digest
@@ -218,7 +221,7 @@ const (
 
 // WriteAs is Write with the commit's durability chosen.
 func (d *DB) WriteAs(ctx context.Context, dur Durability, fn func(ctx context.Context, tx *Tx) error) error {
-	t := &Tx{}
+	t := &Tx{outbox: d.outbox.Load()}
 	err := d.writeAs(ctx, dur, func(ctx context.Context, tx *sql.Tx) error { t.tx = tx; return fn(ctx, t) })
 	if len(t.stamped) > 0 {
 		// Logged whatever the outcome: a commit whose error hides that it

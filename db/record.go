@@ -18,8 +18,10 @@ import (
 // Format 3 (recordChunked) is format 2 with its Sent and Kept partly in
 // record_chunks (record_chunks.go). Formats 4 and 5 are 2 and 3 followed
 // by Through (its count, then the digests); formats 1 to 3 still read
-// (Through nil).
-const recordFormat = 4
+// (Through nil). Formats 6 and 7 are 4 and 5 followed by Account (the
+// credential fingerprint, issue 30); formats 1 to 5 still read (Account
+// "", unknown).
+const recordFormat = 6
 
 func encodeRecord(r *binding.CompileRecord) []byte {
 	b := make([]byte, 0, 160+len(r.Kept)*48+len(r.Sent)*32+len(r.Strips)*80)
@@ -49,12 +51,12 @@ func encodeRecordChunked(r *binding.CompileRecord, src ChunkSource) (blob []byte
 }
 
 // recordChunked is the format of a record stored in chunks: the head,
-// the chunks' hashes, then as format 4 from Kept on (format 3: as
-// format 2).
-const recordChunked = 5
+// the chunks' hashes, then as format 6 from Kept on (format 5: as format
+// 4; format 3: as format 2).
+const recordChunked = 7
 
 // chunked reports whether a blob's format stores its record in chunks.
-func chunked(format byte) bool { return format == recordChunked || format == 3 }
+func chunked(format byte) bool { return format == recordChunked || format == 5 || format == 3 }
 
 func appendRecordHead(b []byte, r *binding.CompileRecord) []byte {
 	for _, s := range []string{r.ID, r.Conversation, r.Branch, r.Model} {
@@ -121,7 +123,7 @@ func appendRecordFoot(b []byte, r *binding.CompileRecord) []byte {
 	for _, d := range r.Through {
 		b = append(b, d[:]...)
 	}
-	return b
+	return appendString(b, r.Account)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -267,6 +269,9 @@ func decodeRecordChunks(blob []byte, chunk func(ChunkHash) (chunkParts, error)) 
 		for i := range rec.Through {
 			rec.Through[i] = r.digest()
 		}
+	}
+	if blob[0] >= 6 {
+		rec.Account = r.string()
 	}
 	if r.err != nil {
 		return nil, nil, r.err

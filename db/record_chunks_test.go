@@ -251,6 +251,7 @@ func TestChunkedRecordTruncated(t *testing.T) {
 func TestChunkedRecordFormat3(t *testing.T) {
 	rec := longRecord("t", 1, 200)
 	rec.Through = []binding.Digest{bdigest("t1")}
+	rec.Account = "5f1a9c"
 	blob, chunks := encodeRecordChunked(rec, ChunkSource{})
 	parts := map[ChunkHash]chunkParts{}
 	for _, c := range chunks {
@@ -265,9 +266,15 @@ func TestChunkedRecordFormat3(t *testing.T) {
 		t.Fatalf("format %d: %+v %v", blob[0], got, err)
 	}
 	old := cloneRec(rec)
+	old.Account = ""
+	blob, _ = encodeRecordChunked(old, ChunkSource{})
+	v5 := append([]byte{5}, blob[1:len(blob)-1]...) // no Account
+	if got, _, err := decodeRecordChunks(v5, resolve); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("format 5: %+v %v", got, err)
+	}
 	old.Through = nil
 	blob, _ = encodeRecordChunked(old, ChunkSource{})
-	v3 := append([]byte{3}, blob[1:len(blob)-1]...) // no Through count
+	v3 := append([]byte{3}, blob[1:len(blob)-2]...) // no Through count, no Account
 	if got, _, err := decodeRecordChunks(v3, resolve); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("format 3: %+v %v", got, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 func fullRecord() *binding.CompileRecord {
 	return &binding.CompileRecord{
-		ID: "c_1", Conversation: "conv", Branch: "leaf", Seq: 1 << 40, Model: "claude-fable-5-2",
+		ID: "c_1", Conversation: "conv", Branch: "leaf", Seq: 1 << 40, Model: "claude-fable-5-2", Account: "5f1a9c",
 		Binds: true, Engaged: true, DryRun: true, Accepted: true, Refused: true,
 		Seed: bdigest("s"), End: bdigest("e"), LastRead: bdigest("l"), LastRole: "user", Through: []binding.Digest{bdigest("t1"), bdigest("t0")},
 		Kept: []binding.KeptBlock{{Key: bdigest("k"), Orig: binding.Pos{Message: 3, Block: 1}, Sent: binding.Pos{Message: 2, Block: 0}, Unreadable: true},
@@ -44,18 +44,25 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 	if _, err := decodeRecord([]byte{9}); err == nil {
 		t.Fatal("unknown format decoded")
 	}
-	// format 2 (before Through) still reads, with Through nil
+	// format 4 (before Account) still reads, with Account ""
 	old := fullRecord()
+	old.Account = ""
+	v4 := encodeRecord(old)
+	v4 = append([]byte{4}, v4[1:len(v4)-1]...)
+	if got, err := decodeRecord(v4); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("format 4 record: %+v %v", got, err)
+	}
+	// format 2 (before Through) still reads, with Through nil
 	old.Through = nil
 	v2 := encodeRecord(old)
-	v2 = append([]byte{2}, v2[1:len(v2)-1]...)
+	v2 = append([]byte{2}, v2[1:len(v2)-2]...)
 	if got, err := decodeRecord(v2); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("format 2 record: %+v %v", got, err)
 	}
 	// format 1 (before LastRole) still reads, with LastRole ""
 	old.LastRole = ""
 	v1 := encodeRecord(old)
-	v1 = append([]byte{1}, v1[1:len(v1)-2]...)
+	v1 = append([]byte{1}, v1[1:len(v1)-3]...)
 	if got, err := decodeRecord(v1); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("format 1 record: %+v %v", got, err)
 	}
@@ -70,7 +77,7 @@ func TestRecordCodecRoundTrip(t *testing.T) {
 // across a restart.
 func TestRecordCodecCoversEveryField(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeFor[binding.CompileRecord](): {"ID", "Conversation", "Branch", "Seq", "Model", "Binds", "Engaged", "DryRun", "Accepted", "Refused", "Seed", "End", "LastRole", "Through", "LastRead", "Kept", "Sent", "Strips"},
+		reflect.TypeFor[binding.CompileRecord](): {"ID", "Conversation", "Branch", "Seq", "Model", "Account", "Binds", "Engaged", "DryRun", "Accepted", "Refused", "Seed", "End", "LastRole", "Through", "LastRead", "Kept", "Sent", "Strips"},
 		reflect.TypeFor[binding.KeptBlock]():     {"Key", "Orig", "Sent", "Unreadable"},
 		reflect.TypeFor[binding.Pos]():           {"Message", "Block"},
 		reflect.TypeFor[binding.SentMessage]():   {"Orig", "Frame", "Blocks"},

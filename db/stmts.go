@@ -37,8 +37,8 @@ const (
 	sqlInsertChunk    = `INSERT INTO record_chunks (conversation, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlDeleteChunk    = `DELETE FROM record_chunks WHERE conversation = ? AND hash = ?`
 	sqlUpdateRecord   = `UPDATE compiles SET record = ? WHERE id = ? AND record IS NOT NULL`
-	sqlInsertStamp    = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
+	sqlInsertStamp    = `INSERT INTO stamps (key, seed, chain, pred, model, source, conversation, branch, compile, entry, created_ms, account)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	// sqlBlockEntry is the newest message of a session holding a block
 	// (by digest): the session's files (sessions_id), then each file's
 	// block (thinking_file_sig).

@@ -88,7 +88,14 @@ func (b *bases) get(key string) *base {
 // put records the request just compiled as the history's base. body is
 // the request's own buffer, never written again (each request reads its
 // body into a fresh one), so the base holds it rather than a copy.
-func (b *bases) put(key, compileID string, body []byte, els []span) {
+//
+// from, when the request was compiled by reference on every message of
+// the base it replaces (shared returned all of them), is that base: its
+// marks carry on without comparing its bytes again. Without it, the
+// history's current base is compared message by message, so a turn that
+// shares only some of them (a retry, the same request again, an edit)
+// still hashes only from the last mark they share.
+func (b *bases) put(key, compileID string, body []byte, els []span, from *base) {
 	if len(els) == 0 {
 		b.drop(key)
 		return
@@ -99,13 +106,19 @@ func (b *bases) put(key, compileID string, body []byte, els []span) {
 	for i, e := range els {
 		ends[i] = e.end - first
 	}
-	b.mu.Lock()
-	old := b.byKey[key]
-	b.mu.Unlock()
-	// Hashing is done outside the lock; an old base is never written, so
-	// reading its marks here is safe.
+	shared, old := 0, from
+	if old != nil {
+		shared = min(len(old.ends), len(ends))
+	} else {
+		b.mu.Lock()
+		old = b.byKey[key]
+		b.mu.Unlock()
+		shared = old.sharedWith(region, ends)
+	}
+	// Hashing is done outside the lock; a base is never written once put,
+	// so reading its marks here is safe.
 	nb := &base{compileID: compileID, region: region, ends: ends}
-	nb.marks = marksFor(region, ends, old)
+	nb.marks = marksFor(region, ends, old, shared)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if cur := b.byKey[key]; cur != nil {
@@ -128,20 +141,26 @@ func (b *bases) put(key, compileID string, body []byte, els []span) {
 	}
 }
 
-// marksFor returns a new region's marks: the old base's marks over the
-// messages the two share byte for byte, then the new bytes hashed from the
-// last of those.
-func marksFor(region []byte, ends []int, old *base) []mark {
-	shared := 0
-	if old != nil {
-		prev := 0
-		for i := 0; i < len(ends) && i < len(old.ends); i++ {
-			if ends[i] != old.ends[i] || !bytes.Equal(region[prev:ends[i]], old.region[prev:ends[i]]) {
-				break
-			}
-			shared, prev = i+1, ends[i]
-		}
+// sharedWith is how many leading messages of a region (its ends) the base
+// holds byte for byte; 0 for no base.
+func (bs *base) sharedWith(region []byte, ends []int) int {
+	if bs == nil {
+		return 0
 	}
+	shared, prev := 0, 0
+	for i := 0; i < len(ends) && i < len(bs.ends); i++ {
+		if ends[i] != bs.ends[i] || !bytes.Equal(region[prev:ends[i]], bs.region[prev:ends[i]]) {
+			break
+		}
+		shared, prev = i+1, ends[i]
+	}
+	return shared
+}
+
+// marksFor returns a new region's marks: the old base's marks over the
+// shared messages the two hold byte for byte, then the new bytes hashed
+// from the last of those.
+func marksFor(region []byte, ends []int, old *base, shared int) []mark {
 	var marks []mark
 	h, at := sha256.New(), 0
 	if old != nil {

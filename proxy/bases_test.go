@@ -18,7 +18,7 @@ func TestBaseShared(t *testing.T) {
 	old := []byte(`{"messages":[{"a":1}, {"b":2},{"c":3}]}`)
 	_, oldEls, _ := messageSpans(old)
 	b := newBases(1 << 20)
-	b.put("k", "c_1", old, oldEls)
+	b.put("k", "c_1", old, oldEls, nil)
 	bs := b.get("k")
 	for _, c := range []struct {
 		body string
@@ -54,14 +54,14 @@ func TestBasesBounded(t *testing.T) {
 	body := []byte(`{"messages":[{"t":"0123456789012345678901234567890123456789"}]}`)
 	_, els, _ := messageSpans(body)
 	probe := newBases(1 << 20)
-	probe.put("x", "c_0", body, els)
+	probe.put("x", "c_0", body, els, nil)
 	one := probe.get("x").held() // the region, its ends and its marks
 	max := 2*one + one/2         // room for two histories, not three
 	b := newBases(max)
-	b.put("a", "c_1", body, els)
-	b.put("b", "c_2", body, els)
+	b.put("a", "c_1", body, els, nil)
+	b.put("b", "c_2", body, els, nil)
 	b.get("a")
-	b.put("c", "c_3", body, els)
+	b.put("c", "c_3", body, els, nil)
 	if b.get("b") != nil || b.get("a") == nil || b.get("c") == nil {
 		t.Errorf("after a third history over the bound: a %v, b %v, c %v; want b gone", b.get("a") != nil, b.get("b") != nil, b.get("c") != nil)
 	}
@@ -103,7 +103,7 @@ func TestBaseDigestMarks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.put("k", fmt.Sprintf("c_%d", step), body, els)
+		b.put("k", fmt.Sprintf("c_%d", step), body, els, nil)
 		bs := b.get("k")
 		first := els[0].start
 		for n := 1; n <= len(els); n++ {
@@ -141,10 +141,15 @@ func BenchmarkBaseFollowUp(b *testing.B) {
 	var marks, whole time.Duration
 	for b.Loop() {
 		bs := newBases(1 << 30)
-		bs.put("k", "c_1", prev, prevEls)
+		bs.put("k", "c_1", prev, prevEls, nil)
 		t0 := time.Now()
-		n, digest := bs.get("k").shared(next, nextEls)
-		bs.put("k", "c_2", next, nextEls)
+		from := bs.get("k")
+		n, digest := from.shared(next, nextEls)
+		if n != len(from.ends) {
+			b.Fatalf("shares %d of the base's %d messages", n, len(from.ends))
+		}
+		bs.put("k", "c_2", next, nextEls, from) // as compile does
+
 		marks += time.Since(t0)
 		t1 := time.Now()
 		first := nextEls[0].start
@@ -160,4 +165,41 @@ func BenchmarkBaseFollowUp(b *testing.B) {
 	b.ReportMetric(us(marks), "marks-µs")
 	b.ReportMetric(us(whole), "rehash-µs")
 	b.ReportMetric(float64(marks)/float64(whole), "marks/rehash")
+}
+
+// TestBaseHashCarried: a history's base proves its messages with the
+// digest it carries from turn to turn, hashing only the messages each turn
+// adds, and that digest is the SHA-256 of the whole region, as the daemon
+// checks it.
+func TestBaseHashCarried(t *testing.T) {
+	b := newBases(1 << 20)
+	turns := []string{
+		`{"messages":[{"a":1}]}`,
+		`{"messages":[{"a":1}, {"b":2},{"c":3}]}`,
+		`{"messages":[{"a":1}, {"b":2},{"c":3},{"d":"four"}]}`,
+		`{"model":"m","messages":[{"a":1}, {"b":2},{"c":3},{"d":"four"},{"e":5}]}`,
+	}
+	for i, turn := range turns {
+		body := []byte(turn)
+		_, els, err := messageSpans(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var from *base
+		if bs := b.get("k"); bs != nil {
+			n, digest := bs.shared(body, els)
+			first, last := els[0].start, els[n-1].end
+			sum := sha256.Sum256(body[first:last])
+			if n != len(bs.ends) || digest != hex.EncodeToString(sum[:]) {
+				t.Fatalf("turn %d: shared %d of %d, digest %s, want %x", i, n, len(bs.ends), digest, sum)
+			}
+			from = bs
+		}
+		b.put("k", "c", body, els, from)
+		bs := b.get("k")
+		sum := sha256.Sum256(bs.region)
+		if got := bs.digest(len(bs.ends)); got != hex.EncodeToString(sum[:]) {
+			t.Fatalf("turn %d: carried digest %s, want %x", i, got, sum)
+		}
+	}
 }

@@ -16,6 +16,7 @@ type compiled struct {
 	ans  *api.CompileAnswer
 	sent []byte // the body to send: the client's, with the plan spliced in
 	dry  bool
+	org  string // the answer's anthropic-organization-id (learnAccount)
 }
 
 // compile asks the daemon for the request's plan and splices it into the
@@ -25,6 +26,7 @@ type compiled struct {
 // JSON) and is answered as such.
 func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, arr span, dry bool) (*compiled, error) {
 	if p.health.isDown() {
+		p.metrics.failOpen.WithLabelValues("daemon_down").Inc()
 		return nil, nil
 	}
 	key := baseKey(id)
@@ -46,10 +48,15 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	if err != nil {
 		return nil, nil // not a body the daemon could read either: send it on
 	}
-	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, DryRun: dry, Return: api.ReturnPlan}
+	began := time.Now()
+	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, Account: id.account, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer
+	var from *base // the base this request extends whole (bases.put)
 	if bs := p.bases.get(key); bs != nil && !dry {
 		if n, digest := bs.shared(shown, shownEls); n > 0 {
+			if n == len(bs.ends) {
+				from = bs
+			}
 			byRef := *call
 			byRef.Base = &api.CompileBase{CompileID: bs.compileID, Messages: n, Digest: digest}
 			byRef.Request = withMessages(shown, shownArr, shownEls, n)
@@ -71,21 +78,27 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 		p.compileFailed(id, err)
 		return nil, nil
 	}
+	p.metrics.compile.Observe(time.Since(began).Seconds())
 	p.health.up()
-	sent, err := applyPlan(body, ans.Strips, ans.DroppedMessages)
+	sent, err := applyPlanAt(body, arr, els, ans.Strips, ans.DroppedMessages)
 	if err != nil {
 		// A plan that does not fit the body is the daemon's fault: send the
 		// client's request as it was.
 		p.log.Warn("proxy: the compile's plan does not fit the request; sending it unchanged", "conversation", id.conversation, "compile", ans.CompileID, "err", err)
+		p.metrics.failOpen.WithLabelValues("plan_mismatch").Inc()
 		p.bases.drop(key)
 		return nil, nil
 	}
 	if !dry {
 		if ans.Bound && ans.CompileID != "" {
-			p.bases.put(key, ans.CompileID, shown, shownEls)
+			p.bases.put(key, ans.CompileID, shown, shownEls, from)
 		} else {
 			p.bases.drop(key)
 		}
+	}
+	if !dry {
+		p.metrics.stripped.Add(float64(ans.ThinkingStripped))
+		p.metrics.kept.Add(float64(ans.ThinkingKept))
 	}
 	if len(ans.Strips) > 0 {
 		p.log.Info("proxy: thinking stripped", "conversation", id.conversation, "branch", id.branch, "compile", ans.CompileID, "stripped", ans.ThinkingStripped, "kept", ans.ThinkingKept)
@@ -99,9 +112,11 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 // read) sends this one unchanged.
 func (p *Proxy) compileFailed(id ident, err error) {
 	if e, ok := errors.AsType[*api.Error](err); ok && e.Status/100 == 4 {
+		p.metrics.failOpen.WithLabelValues("daemon_refused").Inc()
 		p.log.Warn("proxy: bindery refused the compile; sending the request unchanged", "conversation", id.conversation, "code", e.Code, "err", e.Message)
 		return
 	}
+	p.metrics.failOpen.WithLabelValues("daemon_down").Inc()
 	p.health.down(err)
 }
 

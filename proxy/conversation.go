@@ -50,6 +50,7 @@ type ident struct {
 	client       string
 	conversation string
 	branch       string
+	account      string // the credential's fingerprint (account.go); "" none
 }
 
 // identify reads the request's hints and its first message.
@@ -119,6 +120,21 @@ func hint(s string) string {
 // string {"device_id":…,"session_id":…}, or its older
 // "user_<hash>_account__session_<uuid>".
 func metadataSession(body []byte) string {
+	s := metadataUserID(body)
+	var v struct {
+		Session string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(s), &v) == nil && v.Session != "" {
+		return hint(v.Session)
+	}
+	if _, after, ok := strings.Cut(s, "_session_"); ok {
+		return hint(after)
+	}
+	return ""
+}
+
+// metadataUserID is the string metadata.user_id holds ("" when none).
+func metadataUserID(body []byte) string {
 	md, ok, err := topMember(body, "metadata")
 	if err != nil || !ok {
 		return ""
@@ -131,16 +147,7 @@ func metadataSession(body []byte) string {
 	if json.Unmarshal(body[uid.start:uid.end], &s) != nil {
 		return ""
 	}
-	var v struct {
-		Session string `json:"session_id"`
-	}
-	if json.Unmarshal([]byte(s), &v) == nil && v.Session != "" {
-		return hint(v.Session)
-	}
-	if _, after, ok := strings.Cut(s, "_session_"); ok {
-		return hint(after)
-	}
-	return ""
+	return s
 }
 
 // historyKey is 12 hex digits of the SHA-256 of a message's value with

@@ -29,8 +29,10 @@ var hopHeaders = []string{
 func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	select {
 	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
+		p.metrics.inFlight.Inc()
+		defer func() { <-p.slots; p.metrics.inFlight.Dec() }()
 	default:
+		p.metrics.overloads.Inc()
 		writeAPIError(w, &apiError{status: 529, typ: "overloaded_error", retry: true,
 			msg: fmt.Sprintf("bindery proxy: %d requests in flight, its bound (--max-streams); retry shortly", p.cfg.MaxStreams)})
 		return
@@ -52,6 +54,7 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		// Valid JSON without a messages array: the upstream answers it.
 	} else {
 		id := identify(r.Header, body, els)
+		id.account = p.account(ctx, r.Header, body)
 		c, err = p.compile(ctx, id, body, els, arr, count)
 		if err != nil {
 			return // the client went away
@@ -75,6 +78,9 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		}
 	}
 	defer resp.Body.Close()
+	if c != nil {
+		c.org = resp.Header.Get("Anthropic-Organization-Id")
+	}
 	p.answer(ctx, w, resp, c)
 }
 

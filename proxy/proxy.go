@@ -70,6 +70,8 @@ type Proxy struct {
 	health   *health
 	slots    chan struct{}
 	wg       sync.WaitGroup // accepts in flight
+	salt     accountSalt    // account.go
+	metrics  *metrics       // metrics.go
 }
 
 // New makes a proxy.
@@ -133,8 +135,9 @@ func New(cfg Config) (*Proxy, error) {
 		hc: &http.Client{Transport: cfg.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // a redirect is the client's to follow
 		}},
-		bases: newBases(cfg.MaxHeld),
-		slots: make(chan struct{}, cfg.MaxStreams),
+		bases:   newBases(cfg.MaxHeld),
+		slots:   make(chan struct{}, cfg.MaxStreams),
+		metrics: newMetrics(),
 	}
 	p.health = &health{p: p}
 	return p, nil
@@ -143,13 +146,18 @@ func New(cfg Config) (*Proxy, error) {
 // ServeHTTP routes: the Messages endpoints are compiled, everything else
 // passes through.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tw := &timedWriter{ResponseWriter: w, m: p.metrics, start: time.Now()}
+	defer tw.done()
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-		p.messages(w, r, false)
+		tw.route = "messages"
+		p.messages(tw, r, false)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		p.messages(w, r, true)
+		tw.route = "count_tokens"
+		p.messages(tw, r, true)
 	default:
-		p.pass(w, r)
+		tw.route = "other"
+		p.pass(tw, r)
 	}
 }
 

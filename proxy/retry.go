@@ -80,29 +80,36 @@ func (p *Proxy) refused(ctx context.Context, r *http.Request, resp *http.Respons
 	ra, rerr := p.client.Release(rctx, &api.ReleaseCall{Conversation: c.id.conversation, Branch: c.id.branch, CompileID: c.ans.CompileID, Path: path})
 	cancel()
 	if rerr != nil {
+		p.metrics.retries.WithLabelValues("failed").Inc()
 		p.log.Warn("proxy: the provider refused a thinking block; releasing it failed, so the refusal goes to the client", c.logAttr(), "path", path, "err", rerr)
 		return resp, nil
 	}
 	if asksError(body) {
+		p.metrics.retries.WithLabelValues("strict").Inc()
 		p.log.Info("proxy: the provider refused a thinking block; released it; the client asked for \"error\", so it gets the 400", c.logAttr(), "path", path, "released", ra.Released)
 		return resp, nil
 	}
 	p.bases.drop(baseKey(c.id))
 	again, err := p.compile(ctx, c.id, body, els, arr, false)
 	if err != nil || again == nil {
+		p.metrics.retries.WithLabelValues("failed").Inc()
 		p.log.Warn("proxy: the provider refused a thinking block; released it, but the recompile failed, so the refusal goes to the client", c.logAttr(), "path", path)
 		return resp, nil
 	}
 	p.log.Info("proxy: the provider refused a thinking block; released it and every later one, retrying once", c.logAttr(), "path", path, "released", ra.Released, "retry", again.ans.CompileID, "stripped", again.ans.ThinkingStripped)
 	retry, err := p.send(ctx, r, again.sent)
 	if err != nil {
+		p.metrics.retries.WithLabelValues("failed").Inc()
 		if ctx.Err() == nil {
 			p.log.Warn("proxy: the retry did not reach the upstream", again.logAttr(), "err", redactURL(err))
 		}
 		return nil, nil
 	}
 	if retry.StatusCode == http.StatusBadRequest {
+		p.metrics.retries.WithLabelValues("refused_again").Inc()
 		p.log.Warn("proxy: the retry was refused too; its answer goes to the client unchanged", again.logAttr())
+	} else {
+		p.metrics.retries.WithLabelValues("answered").Inc()
 	}
 	return retry, again
 }
@@ -121,16 +128,20 @@ func (p *Proxy) acceptLater(c *compiled, build func() (*acceptCall, error)) {
 		defer done()
 		call, err := build()
 		if err != nil {
+			p.metrics.accepts.WithLabelValues("unread").Inc()
 			p.log.Warn("proxy: the reply could not be read; not accepted", c.logAttr(), "err", err)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CallTimeout)
 		defer cancel()
+		p.learnAccount(ctx, c)
 		a, err := p.client.Accept(ctx, call)
 		if err != nil {
+			p.metrics.accepts.WithLabelValues("failed").Inc()
 			p.log.Warn("proxy: accept failed", c.logAttr(), "err", err)
 			return
 		}
+		p.metrics.accepts.WithLabelValues("ok").Inc()
 		p.log.Debug("proxy: accepted", c.logAttr(), "stamped", a.Stamped, "released", a.Released)
 	}()
 }

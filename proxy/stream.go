@@ -36,13 +36,20 @@ func (e *events) write(p []byte) {
 			}
 			return
 		}
-		e.line = append(e.line, p[:i]...)
+		line := p[:i]
+		if len(e.line) > 0 {
+			// The line began in an earlier read: join it. A line whole in
+			// this read is taken where it lies (a 4 KB delta was copied
+			// once more for nothing).
+			e.line = append(e.line, line...)
+			line = e.line
+		}
 		p = p[i+1:]
-		if len(e.line) > e.max {
+		if len(line) > e.max {
 			e.err = fmt.Errorf("an event line is over %d bytes", e.max)
 			return
 		}
-		e.takeLine(bytes.TrimSuffix(e.line, []byte{'\r'}))
+		e.takeLine(bytes.TrimSuffix(line, []byte{'\r'}))
 		e.line = e.line[:0]
 	}
 }

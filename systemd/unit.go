@@ -10,3 +10,10 @@ import _ "embed"
 //
 //go:embed bindery.service
 var Unit string
+
+// ProxyUnit is bindery-proxy.service as shipped: ExecStart names
+// %h/.local/bin/bindery proxy; `bindery service install --proxy` rewrites
+// the binary's path and adds the listen address and upstream it is given.
+//
+//go:embed bindery-proxy.service
+var ProxyUnit string

@@ -83,6 +83,11 @@ type Call struct {
 	Body []byte
 	// Beta: the anthropic-beta header carries thinking-binding-controls-2026-08-01.
 	Beta bool
+	// Account names the account the request is authenticated as ("" is
+	// one account like any other). Blocks of an account-bound model
+	// (Sonnet 5.5, Haiku 5.5: research 1.5, 3) minted in another account
+	// are dropped unread, reported as organization_binding_mismatch.
+	Account string
 }
 
 // Mode is how the request's prefix failures are treated.
@@ -103,17 +108,18 @@ func (m Mode) String() string {
 type Fate uint8
 
 const (
-	FateRead          Fate = iota // passed and read by the model
-	FateAllowed                   // failed the check, read anyway (thinking_mismatch_allowed)
-	FateDroppedModel              // unreadable by the target model (model_binding_mismatch)
-	FateDroppedPrefix             // failed the check, removed (prefix_binding_mismatch)
-	FateRefused                   // the block the 400 names
-	FateBadSignature              // tampered, foreign or empty signature: a 400 in every mode
-	FateUnjudged                  // the request failed before the judge reached it
+	FateRead           Fate = iota // passed and read by the model
+	FateAllowed                    // failed the check, read anyway (thinking_mismatch_allowed)
+	FateDroppedModel               // unreadable by the target model (model_binding_mismatch)
+	FateDroppedPrefix              // failed the check, removed (prefix_binding_mismatch)
+	FateRefused                    // the block the 400 names
+	FateBadSignature               // tampered, foreign or empty signature: a 400 in every mode
+	FateUnjudged                   // the request failed before the judge reached it
+	FateDroppedAccount             // minted in another account by an account-bound model (organization_binding_mismatch)
 )
 
 func (f Fate) String() string {
-	return [...]string{"read", "mismatch-allowed", "dropped-model", "dropped-prefix", "refused", "bad-signature", "unjudged"}[f]
+	return [...]string{"read", "mismatch-allowed", "dropped-model", "dropped-prefix", "refused", "bad-signature", "unjudged", "dropped-account"}[f]
 }
 
 // Cause says why a block failed the prefix check.
@@ -564,6 +570,12 @@ func (j *Judge) judge(call Call) (Result, *parsed) {
 	dropRun := -1 // rest-of-turn: drop sites up to this index
 	for i, s := range p.sites {
 		v := &res.Blocks[i]
+		if !inAccount(s.rec, call.Account) {
+			// Always dropped, never refused, and never read: the
+			// organization check comes first (research 2.6's precedence).
+			v.Fate = FateDroppedAccount
+			continue
+		}
 		if !j.reading.reads(p.model, models[s.rec.Model]) {
 			v.Fate = FateDroppedModel
 			continue
@@ -612,6 +624,8 @@ func (j *Judge) judge(call Call) (Result, *parsed) {
 		res.Transformations = []Transformation{}
 		for _, v := range res.Blocks {
 			switch v.Fate {
+			case FateDroppedAccount:
+				res.Transformations = append(res.Transformations, Transformation{"thinking_dropped", v.Path.String(), "organization_binding_mismatch"})
 			case FateDroppedModel:
 				res.Transformations = append(res.Transformations, Transformation{"thinking_dropped", v.Path.String(), "model_binding_mismatch"})
 			case FateDroppedPrefix:
@@ -783,7 +797,7 @@ func (j *Judge) Answer(call Call, reply []ReplyBlock) Result {
 			c = c.step("block", info.blocks[k].digest)
 			continue
 		}
-		rec := record{Kind: b["type"].(string), Model: p.model.name, Bound: p.model.bound, System: p.system, Tools: p.tools,
+		rec := record{Kind: b["type"].(string), Model: p.model.name, Account: call.Account, Bound: p.model.bound, System: p.system, Tools: p.tools,
 			Chain: c, Pred: pred, HasPred: hasPred, Reply: replyID, Index: idx, Count: count}
 		if p.comp.on {
 			rec.Under = p.comp.key
@@ -895,8 +909,13 @@ func (f BlockFacts) Valid() bool {
 	return f.SigOK && f.Readable && (!f.Checked || (f.Bound && f.SystemOK && f.ToolsOK && f.MessageOK))
 }
 
-// Facts returns the individual facts of every thinking block of body.
-func (j *Judge) Facts(body []byte) ([]BlockFacts, error) {
+// Facts returns the individual facts of every thinking block of body,
+// sent in the default account ("").
+func (j *Judge) Facts(body []byte) ([]BlockFacts, error) { return j.FactsAs("", body) }
+
+// FactsAs is Facts for a request sent in account: a block minted in
+// another account by an account-bound model is not Readable.
+func (j *Judge) FactsAs(account string, body []byte) ([]BlockFacts, error) {
 	p, early := j.parse(body)
 	if early != nil {
 		return nil, fmt.Errorf("facts: %s", early.Error)
@@ -906,7 +925,7 @@ func (j *Judge) Facts(body []byte) ([]BlockFacts, error) {
 		f := BlockFacts{Path: s.path, Key: keyOf(s.sig), SigOK: s.ok && j.textIntact(s), Checked: j.reading.runsCheck(p.model)}
 		if s.ok {
 			f.Minter = s.rec.Model
-			f.Readable = j.reading.reads(p.model, models[s.rec.Model])
+			f.Readable = j.reading.reads(p.model, models[s.rec.Model]) && inAccount(s.rec, account)
 			f.Bound = s.rec.Bound
 			f.SystemOK, f.ToolsOK, f.MessageOK = s.rec.System == p.system, s.rec.Tools == p.tools, j.chainOK(s)
 			f.Pred, f.HasPred = s.rec.Pred, s.rec.HasPred
@@ -920,3 +939,9 @@ func (j *Judge) Facts(body []byte) ([]BlockFacts, error) {
 // KeyOf returns the key the judge identifies a block by: SHA-256 of its
 // signature (thinking) or data (redacted_thinking).
 func KeyOf(signatureOrData string) [32]byte { return sha256.Sum256([]byte(signatureOrData)) }
+
+// inAccount reports whether a block the judge minted is read in account:
+// always, unless its model binds its blocks to the minting account.
+func inAccount(r record, account string) bool {
+	return !accountBound[r.Model] || r.Account == account
+}

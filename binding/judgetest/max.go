@@ -25,12 +25,15 @@ import "fmt"
 
 // Max is the most thinking blocks of body the provider would read, by the
 // rules above: the measure of what a host-side component could keep.
-func (j *Judge) Max(body []byte) (int, error) {
+func (j *Judge) Max(body []byte) (int, error) { return j.MaxAs("", body) }
+
+// MaxAs is Max for a request sent in account (Call.Account).
+func (j *Judge) MaxAs(account string, body []byte) (int, error) {
 	p, early := j.parse(body)
 	if early != nil {
 		return 0, fmt.Errorf("max: %s", early.Error)
 	}
-	facts, err := j.Facts(body)
+	facts, err := j.FactsAs(account, body)
 	if err != nil {
 		return 0, err
 	}

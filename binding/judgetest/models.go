@@ -133,6 +133,11 @@ var models = map[string]model{
 	"claude-haiku-4-5":  {"claude-haiku-4-5", famOSH, 20251001, false, false, false},
 }
 
+// accountBound lists the models whose blocks are read only in the account
+// that minted them (research 1.5 and 3; Haiku 5.5's linked accounts are
+// not modelled: every account is its own).
+var accountBound = map[string]bool{"claude-sonnet-5-5": true, "claude-haiku-5-5": true}
+
 // Models lists the model names the judge knows.
 func Models() []string {
 	out := make([]string, 0, len(models))

@@ -14,6 +14,7 @@ import (
 type record struct {
 	Kind      string // "thinking", "redacted_thinking" or "compaction"
 	Model     string
+	Account   string   // the account that minted it (Call.Account)
 	Bound     bool     // carries a conversation record
 	System    [32]byte // top-level system digest at mint
 	Tools     [32]byte // non-deferred tools digest at mint
@@ -48,6 +49,8 @@ func (r record) encode() []byte {
 	b = append(b, r.Model...)
 	b = append(b, byte(len(r.LastRole)))
 	b = append(b, r.LastRole...)
+	b = append(b, byte(len(r.Account)))
+	b = append(b, r.Account...)
 	flags := byte(0)
 	if r.Bound {
 		flags |= 1
@@ -92,6 +95,9 @@ func decodeRecord(b []byte) (record, bool) {
 		return r, false
 	}
 	if r.LastRole, ok = str(); !ok {
+		return r, false
+	}
+	if r.Account, ok = str(); !ok {
 		return r, false
 	}
 	if len(b) != 1+8*32+8+4+4 {

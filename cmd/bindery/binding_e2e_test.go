@@ -47,7 +47,7 @@ type bindDaemon struct {
 	logs   int
 }
 
-func newDaemon(t *testing.T, extra ...string) *bindDaemon {
+func newDaemon(t testing.TB, extra ...string) *bindDaemon {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "bd")
 	if err != nil {

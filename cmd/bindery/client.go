@@ -82,6 +82,9 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if !h.Watcher.LastIngest.IsZero() {
 		rows = append(rows, [2]string{"last ingest", h.Watcher.LastIngest.Local().Format(time.DateTime)})
 	}
+	if sh := h.Shared; sh != nil {
+		rows = append(rows, [2]string{"shared", fmt.Sprintf("%s as %s, %s to ship", sh.Name, sh.Machine, plural(sh.Outbox, "stamp", "stamps"))})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}

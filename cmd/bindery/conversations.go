@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/my-pi/bindery/api"
@@ -44,8 +45,8 @@ func printConversations(w io.Writer, list []api.ConversationSummary, now time.Ti
 		if n == 1 {
 			return fmt.Sprintf("%d %s", n, one)
 		}
-		if one == "history" {
-			return fmt.Sprintf("%d histories", n)
+		if stem, ok := strings.CutSuffix(one, "y"); ok {
+			return fmt.Sprintf("%d %sies", n, stem) // history, reply, retry
 		}
 		return fmt.Sprintf("%d %ss", n, one)
 	}
@@ -57,5 +58,14 @@ func printConversations(w io.Writer, list []api.ConversationSummary, now time.Ti
 		}
 		fmt.Fprintf(w, "    %s · %s · %d accepted · %s · %s%s\n", whenShort(c.LastActivity, now), plural(c.Branches, "history"),
 			c.Accepted, plural(c.Stamps, "stamp"), plural(c.Releases, "release"), engaged)
+		if c.Replies > 0 || c.Retries > 0 {
+			// The cache figures of the replies (bindery report prices them).
+			hit := 0.0
+			if in := c.Input + c.CacheRead + c.CacheWrite; in > 0 {
+				hit = 100 * float64(c.CacheRead) / float64(in)
+			}
+			fmt.Fprintf(w, "    %s · read %s · write %s · uncached %s · hit %.0f%% · %s\n", plural(c.Replies, "reply"),
+				tok(c.CacheRead), tok(c.CacheWrite), tok(c.Input), hit, plural(c.Retries, "retry"))
+		}
 	}
 }

@@ -53,7 +53,7 @@ func buildBinary() (string, error) {
 	return binPath, buildErr
 }
 
-func buildBindery(t *testing.T) string {
+func buildBindery(t testing.TB) string {
 	t.Helper()
 	p, err := buildBinary()
 	if err != nil {

@@ -173,6 +173,21 @@ func TestNeovimPlugin(t *testing.T) {
 	if s := readOut("sessions.out"); !strings.Contains(s, sid[:api.MinShortID]) || !strings.Contains(s, "/tmp/project") {
 		t.Fatalf(":Bindery sessions:\n%s", s)
 	}
+	// A conversation of bindery proxy (no session file, no workspace):
+	// :Bindery conversations lists it with its replies' cache figures.
+	pc, err := d.client.Compile(ctxT(t), &api.CompileCall{Conversation: "claude-code:nvim-probe", Branch: "main",
+		Request: json.RawMessage(`{"model":"claude-opus-5-5","messages":[{"role":"user","content":"hi"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.client.Accept(ctxT(t), &api.AcceptCall{CompileID: pc.CompileID, Reply: json.RawMessage(`{"role":"assistant","content":[{"type":"text","text":"hello"}]}`),
+		Usage: json.RawMessage(`{"input_tokens":12,"output_tokens":3,"cache_read_input_tokens":900,"cache_creation_input_tokens":100}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ask("conversations")
+	if s := readOut("conversations.out"); !strings.Contains(s, "claude-code:nvim-probe") || !strings.Contains(s, "1 reply · read 900 · write 100 · uncached 12 · hit 89%") {
+		t.Fatalf(":Bindery conversations:\n%s", s)
+	}
 	ask("show")
 	if s := readOut("show.out"); !strings.Contains(s, sid) || !strings.Contains(s, "engaged") {
 		t.Fatalf(":Bindery show:\n%s", s)

@@ -44,6 +44,7 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	upTimeout := cmd.fs.Duration("upstream-timeout", env.duration("BINDERY_UPSTREAM_TIMEOUT", 10*time.Minute), "wait this long for the upstream's answer to begin\n(env BINDERY_UPSTREAM_TIMEOUT)")
 	maxBody := cmd.fs.Int64("max-body", env.int("BINDERY_PROXY_MAX_BODY", 32<<20), "bytes of a request body; more is 413 (env BINDERY_PROXY_MAX_BODY)")
 	maxStreams := cmd.fs.Int("max-streams", int(env.int("BINDERY_MAX_STREAMS", 1024)), "requests in flight; more is 529 (env BINDERY_MAX_STREAMS)")
+	metricsAddr := cmd.fs.String("metrics", str("BINDERY_PROXY_METRICS", ""), "serve metrics in Prometheus' text format at\nhttp://ADDRESS/metrics, loopback only; off when empty\n(env BINDERY_PROXY_METRICS)")
 	logLevel := cmd.fs.String("log-level", str("BINDERY_LOG_LEVEL", "info"), "debug, info, warn or error (env BINDERY_LOG_LEVEL)")
 	if _, err := cmd.parse(args, 0, 0); err != nil {
 		return err
@@ -61,6 +62,11 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := proxy.Loopback(*listen); err != nil {
 		return err
+	}
+	if *metricsAddr != "" {
+		if err := proxy.Loopback(*metricsAddr); err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -101,8 +107,25 @@ func proxyCmd(args []string, stdout, stderr io.Writer) error {
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("listen on %s (--metrics): %w", *metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", p.Metrics())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		defer msrv.Close()
+		fmt.Fprintf(stdout, "  metrics: http://%s/metrics\n", mln.Addr())
+		go func() {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve on %s: %w", addr, err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding/judgetest"
-	"github.com/my-pi/bindery/proxy"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
 )
 
@@ -64,12 +63,11 @@ func ttfb(b *testing.B, base string, hdr http.Header, body []byte) time.Duration
 	return d
 }
 
-// benchProxy starts a real daemon, a test upstream answering with reply,
-// and an in-process proxy in front of it; cleanup is the benchmark's. Its
-// settle waits for the proxy's accepts in flight: a reply's accept runs
-// after the reply, off the client's path, and a benchmark that timed the
-// next request at once would charge it to whichever path came next.
-func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*upstreamtest.Upstream, *httptest.Server, *api.Client, func()) {
+// benchProxyProc starts a real daemon, a test upstream answering with
+// reply, and the proxy as users run it: a real `bindery proxy` process
+// (its own heap and garbage collector, apart from the test's client and
+// upstream), with its metrics served; cleanup is the benchmark's.
+func benchProxyProc(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (up *upstreamtest.Upstream, addr string, client *api.Client, metrics string) {
 	e := newE2EB(b)
 	e.serveB(b)
 	up, err := upstreamtest.Start()
@@ -78,74 +76,68 @@ func benchProxy(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock) (*
 	}
 	b.Cleanup(up.Close)
 	up.SetReply(reply)
-	client := api.NewClient(e.sock)
+	client = api.NewClient(e.sock)
 	b.Cleanup(client.Close)
-	p, err := proxy.New(proxy.Config{Upstream: up.URL, Client: client, Log: discardLog()})
+	pe := &proxyE2E{e2e: e, up: up}
+	pe.startProxyTB(b, "--metrics", "127.0.0.1:0")
+	return up, pe.addr, client, pe.metrics
+}
+
+// compileSeconds is the proxy's bindery_proxy_compile_seconds sum and
+// count: the compile calls as the proxy made and waited for them.
+func compileSeconds(b *testing.B, metrics string) (sum float64, count int) {
+	resp, err := http.Get(metrics)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(p)
-	b.Cleanup(srv.Close)
-	settle := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := p.Wait(ctx); err != nil {
-			b.Fatal("the proxy's accepts did not finish:", err)
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, l := range strings.Split(string(text), "\n") {
+		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_sum "); ok {
+			fmt.Sscan(v, &sum)
+		}
+		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_count "); ok {
+			fmt.Sscan(v, &count)
 		}
 	}
-	return up, srv, client, settle
+	return sum, count
 }
 
-// BenchmarkProxyTTFB: time to first byte through the proxy against
-// straight to the upstream, for a 10 KB and a 1 MB request, in one run,
-// with what explains the difference measured beside it: the daemon's full
-// compile of the same request (the proxy's follow-up turns compile by
-// reference, which costs at most that) and a plain hop (hop.go's
-// read-the-body-then-forward, what any gateway that must see the body
-// before sending it pays: the body crosses loopback twice). The issue's
-// target reads off as added-minus-compile-µs <= 1000; own-µs is what is
-// left once the hop and the compile are taken out.
-func BenchmarkProxyTTFB(b *testing.B) {
-	for _, size := range []int{10 << 10, 1 << 20} {
-		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
-			up, srv, client, settle := benchProxy(b, func(n int, body []byte) []judgetest.ReplyBlock {
-				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
-			})
-			hop := plainHop(b, up.URL)
-			h := benchHistory(b, up, size)
-			body := h.body()
-			ttfb(b, srv.URL, h.header, body) // the first compile is in full
-			settle()
-			var direct, through, plain, compile time.Duration
-			for b.Loop() {
-				direct += ttfb(b, up.URL, h.header, body)
-				through += ttfb(b, srv.URL, h.header, body)
-				settle()
-				plain += ttfb(b, hop.URL, h.header, body)
-				t0 := time.Now()
-				if _, err := client.Compile(context.Background(), &api.CompileCall{Conversation: "bench-full", DryRun: true, Return: api.ReturnPlan, Request: body}); err != nil {
-					b.Fatal(err)
-				}
-				compile += time.Since(t0)
+// acceptsDone waits until the proxy has finished want accepts (its
+// bindery_proxy_accepts_total, any result): a reply's accept runs after the
+// reply, off the client's path, and a benchmark that timed the next
+// request at once would charge it to whichever path came next.
+func acceptsDone(b *testing.B, metrics string, want int) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(metrics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got := 0
+		for _, l := range strings.Split(string(text), "\n") {
+			if strings.HasPrefix(l, "bindery_proxy_accepts_total{") {
+				var v float64
+				fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
+				got += int(v)
 			}
-			us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
-			b.ReportMetric(float64(len(body))/1024, "request-KB")
-			b.ReportMetric(us(direct), "direct-µs")
-			b.ReportMetric(us(through), "proxy-µs")
-			b.ReportMetric(us(through-direct), "added-µs")
-			b.ReportMetric(us(compile), "full-compile-µs")
-			b.ReportMetric(us(through-direct-compile), "added-minus-compile-µs")
-			b.ReportMetric(us(plain-direct), "hop-µs")
-			b.ReportMetric(us(through-plain-compile), "own-µs")
-			b.ReportMetric(float64(through)/float64(direct), "proxy/direct")
-		})
+		}
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the proxy finished %d accepts of %d in a minute", got, want)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
 // plainHop is the simplest gateway in front of upstream: it reads the
 // client's body whole, then forwards it and copies the answer back,
 // flushing each read (as an SSE gateway must). What it costs over the
-// direct path is the hop's, not the proxy's.
+// direct path is any such hop's on this machine, not the proxy's.
 func plainHop(b *testing.B, upstream string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -183,6 +175,59 @@ func plainHop(b *testing.B, upstream string) *httptest.Server {
 	return srv
 }
 
+// BenchmarkProxyTTFB: time to first byte through the proxy against
+// straight to the upstream, for a 10 KB and a 1 MB request, each turn
+// alternating the two; and the daemon's full compile of the same request
+// (the proxy's turns compile by reference), and the compile as the proxy
+// made it (its own metric: by reference, recorded before it answers), so
+// the proxy's own overhead is added-beyond-compile-µs; and a plain hop
+// (plainHop: what any gateway that must read the body before sending it
+// pays, the body crossing loopback twice), so own-µs is what is left once
+// the hop and the proxy's compile are taken out. All in one run.
+func BenchmarkProxyTTFB(b *testing.B) {
+	for _, size := range []int{10 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
+			up, addr, client, metrics := benchProxyProc(b, func(n int, body []byte) []judgetest.ReplyBlock {
+				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
+			})
+			hop := plainHop(b, up.URL)
+			h := benchHistory(b, up, size)
+			body := h.body()
+			ttfb(b, addr, h.header, body) // the first compile is in full
+			accepts := 1
+			acceptsDone(b, metrics, accepts)
+			sum0, count0 := compileSeconds(b, metrics)
+			var direct, through, plain, compile time.Duration
+			for b.Loop() {
+				direct += ttfb(b, up.URL, h.header, body)
+				through += ttfb(b, addr, h.header, body)
+				accepts++
+				acceptsDone(b, metrics, accepts)
+				plain += ttfb(b, hop.URL, h.header, body)
+				t0 := time.Now()
+				if _, err := client.Compile(context.Background(), &api.CompileCall{Conversation: "bench-full", DryRun: true, Return: api.ReturnPlan, Request: body}); err != nil {
+					b.Fatal(err)
+				}
+				compile += time.Since(t0)
+			}
+			n := float64(b.N)
+			sum1, count1 := compileSeconds(b, metrics)
+			proxyCompile := (sum1 - sum0) / float64(count1-count0) * 1e6
+			added := float64((through - direct).Microseconds()) / n
+			b.ReportMetric(proxyCompile, "proxy-compile-µs")
+			b.ReportMetric(added-proxyCompile, "added-beyond-compile-µs")
+			b.ReportMetric(float64(len(body))/1024, "request-KB")
+			b.ReportMetric(float64(direct.Microseconds())/n, "direct-µs")
+			b.ReportMetric(float64(through.Microseconds())/n, "proxy-µs")
+			b.ReportMetric(float64((through-direct).Microseconds())/n, "added-µs")
+			b.ReportMetric(float64(compile.Microseconds())/n, "full-compile-µs")
+			b.ReportMetric(float64((plain-direct).Microseconds())/n, "hop-µs")
+			b.ReportMetric(float64((through-plain).Microseconds())/n-proxyCompile, "own-µs")
+			b.ReportMetric(float64(through)/float64(direct), "proxy/direct")
+		})
+	}
+}
+
 // BenchmarkProxyStream: a long reply (4 MB of text in 4 KB deltas)
 // streamed through the proxy against straight from the upstream, and
 // through the plain hop, in one run. Two throughputs each: the whole
@@ -191,7 +236,7 @@ func plainHop(b *testing.B, upstream string) *httptest.Server {
 // is BenchmarkProxyTTFB's).
 func BenchmarkProxyStream(b *testing.B) {
 	long := strings.Repeat("All work and no play makes a long reply. ", 100000)
-	up, srv, _, settle := benchProxy(b, func(int, []byte) []judgetest.ReplyBlock {
+	up, addr, _, metrics := benchProxyProc(b, func(int, []byte) []judgetest.ReplyBlock {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
@@ -220,12 +265,14 @@ func BenchmarkProxyStream(b *testing.B) {
 	var direct, through, plain took
 	var bytesRead int64
 	add := func(t *took, d took) { t.all += d.all; t.stream += d.stream }
+	accepts := 0
 	for b.Loop() {
 		d, n := read(up.URL)
 		add(&direct, d)
-		t, _ := read(srv.URL)
+		t, _ := read(addr)
 		add(&through, t)
-		settle()
+		accepts++
+		acceptsDone(b, metrics, accepts)
 		p, _ := read(hop.URL)
 		add(&plain, p)
 		bytesRead = n

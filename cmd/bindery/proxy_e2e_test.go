@@ -231,28 +231,31 @@ func TestProxyDropBlockClientReleasesDrops(t *testing.T) {
 	}
 }
 
-// checkNoCredential: the API key is nowhere bindery writes: the proxy's
-// log, the daemon's, the state folder (database, WAL), the event feed.
-func (pe *proxyE2E) checkNoCredential() {
+// checkNoCredential: the API key (and any other credential named) is
+// nowhere bindery writes: the proxy's log, the daemon's, the state folder
+// (database, WAL), the event feed.
+func (pe *proxyE2E) checkNoCredential(others ...string) {
 	t := pe.t
 	t.Helper()
-	if strings.Contains(pe.proxyLog(), testAPIKey) {
-		t.Error("the proxy logged the API key")
-	}
-	if strings.Contains(pe.daemon.cmd.Stderr.(*lockedWriter).String(), testAPIKey) {
-		t.Error("the daemon logged the API key")
-	}
-	filepath.Walk(pe.state, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() {
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(testAPIKey)) {
-				t.Errorf("%s holds the API key", p)
-			}
-		}
-		return nil
-	})
 	out := pe.feed()
-	if strings.Contains(out, testAPIKey) {
-		t.Error("the event feed carries the API key")
+	for _, cred := range append([]string{testAPIKey}, others...) {
+		if strings.Contains(pe.proxyLog(), cred) {
+			t.Errorf("the proxy logged the credential %.12s…", cred)
+		}
+		if strings.Contains(pe.daemon.cmd.Stderr.(*lockedWriter).String(), cred) {
+			t.Errorf("the daemon logged the credential %.12s…", cred)
+		}
+		filepath.Walk(pe.state, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Mode().IsRegular() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(cred)) {
+					t.Errorf("%s holds the credential %.12s…", p, cred)
+				}
+			}
+			return nil
+		})
+		if strings.Contains(out, cred) {
+			t.Errorf("the event feed carries the credential %.12s…", cred)
+		}
 	}
 }
 

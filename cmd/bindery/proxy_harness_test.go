@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +34,26 @@ type proxyE2E struct {
 	up     *upstreamtest.Upstream
 	proxy  *exec.Cmd
 	addr   string // http://127.0.0.1:PORT
-	log    *lockedWriter
-	done   chan error
+	// metrics is the proxy's metrics URL when started with --metrics
+	metrics string
+	log     *lockedWriter
+	done    chan error
 }
 
 // newProxyE2E starts the daemon, the test upstream and the proxy.
 func newProxyE2E(t *testing.T, proxyArgs ...string) *proxyE2E {
 	t.Helper()
+	return newProxyE2EWith(t, nil, proxyArgs...)
+}
+
+// newProxyE2EWith is newProxyE2E with prep run on the test's folders
+// before the daemon starts (a price file in the state folder, say).
+func newProxyE2EWith(t *testing.T, prep func(e *e2e), proxyArgs ...string) *proxyE2E {
+	t.Helper()
 	e := newE2E(t)
+	if prep != nil {
+		prep(e)
+	}
 	pe := &proxyE2E{e2e: e, daemon: e.serve()}
 	up, err := upstreamtest.Start()
 	if err != nil {
@@ -77,12 +90,26 @@ func (pe *proxyE2E) startProxyTB(t testing.TB, args ...string) {
 		t.Fatal(err)
 	}
 	pe.proxy, pe.done = cmd, make(chan error, 1)
-	line, err := bufio.NewReader(out).ReadString('\n')
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
 		t.Fatalf("bindery proxy printed no address: %v\n%s", err, pe.proxyLog())
 	}
-	go func() { io.Copy(io.Discard, out); pe.done <- cmd.Wait() }()
+	if slices.Contains(args, "--metrics") {
+		// "  metrics: http://ADDR/metrics" follows the clients' lines.
+		for pe.metrics == "" {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("bindery proxy printed no metrics address: %v\n%s", err, pe.proxyLog())
+			}
+			if u, ok := strings.CutPrefix(strings.TrimSpace(l), "metrics: "); ok {
+				pe.metrics = u
+			}
+		}
+	}
+	go func() { io.Copy(io.Discard, br); pe.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()

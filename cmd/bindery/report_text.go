@@ -200,7 +200,56 @@ func reportText(r api.Report) string {
 			fmt.Fprintf(&b, "(and %s without a request, not listed)\n", plural(k, "session", "sessions"))
 		}
 	}
+	if r.Scope == "archive" && r.Hosts != nil {
+		hostsText(&b, r)
+	}
 	return b.String()
+}
+
+// hostsText is the report's section for the conversations of bindery proxy
+// and other hosts: their replies' usage as the accepts carried it.
+func hostsText(b *strings.Builder, r api.Report) {
+	h := r.Hosts
+	u := h.Usage
+	fmt.Fprintf(b, "\nbindery proxy and other hosts: %s, %s\n", plural(len(h.Conversations), "conversation", "conversations"), plural(u.Entries, "reply", "replies"))
+	row := func(label string, phrases ...string) { writeRow(b, label, phrases) }
+	hit := 0.0
+	if in := u.Input + u.Read + u.Write; in > 0 {
+		hit = float64(u.Read) / float64(in)
+	}
+	row("cache", fmt.Sprintf("read %s", tok(u.Read)), fmt.Sprintf("write %s (1h %s)", tok(u.Write), tok(u.Write1h)), fmt.Sprintf("uncached %s", tok(u.Input)),
+		fmt.Sprintf("output %s", tok(u.Output)), fmt.Sprintf("hit ratio %.1f%%", 100*hit))
+	sp := u.Spend
+	tot := []string{money(h.Total) + " total =", "input " + money(sp.Input), "+ output " + money(sp.Output), "+ cache write " + money(sp.CacheWrite),
+		"+ cache read " + money(sp.CacheRead)}
+	if h.Unpriced > 0 {
+		tot = append(tot, fmt.Sprintf("(%d without a price, not in it)", h.Unpriced))
+	}
+	row("spend", tot...)
+	if len(sp.UnpricedModels) > 0 {
+		row("", noPrice(sp.UnpricedModels)...)
+	}
+	if h.UsageMissing > 0 {
+		row("", fmt.Sprintf("%d replies without full usage", h.UsageMissing))
+	}
+	row("all", money(r.GrandTotal)+" with pi's sessions")
+	n := min(10, len(h.Conversations))
+	fmt.Fprintf(b, "\ntop %d of %s by spend\n", n, plural(len(h.Conversations), "conversation", "conversations"))
+	rows := [][]string{{"conversation", "model", "replies", "hit", "spend"}}
+	unpriced := false
+	for _, l := range h.Conversations[:n] {
+		spend := money(l.Total)
+		if l.Unpriced > 0 {
+			spend += "*"
+			unpriced = true
+		}
+		model := strings.TrimPrefix(strings.Join(l.Models, ","), "claude-")
+		rows = append(rows, []string{clip(l.Conversation, 36), clip(model, 16), fmt.Sprint(l.Usage.Entries), fmt.Sprintf("%.0f%%", 100*l.HitRatio), spend})
+	}
+	b.WriteString(fitTable(rows, 2, textWidth, 3, 1))
+	if unpriced {
+		b.WriteString("* and replies without a price\n")
+	}
 }
 
 // clip keeps the first n bytes of s, marking a cut with "…".

@@ -36,6 +36,7 @@ Runs bindery at every login: a systemd user unit on Linux
              the service with the pi folders your shell uses, start it
   uninstall  stop the service and remove its file (the database stays)
   status     whether it is installed, enabled and running, and what it reads
+  --proxy    each of them for bindery proxy's own unit (Linux)
 
 Flags of install (default: what bindery serve would read in this shell):
 `
@@ -76,6 +77,11 @@ func serviceCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	cmd.fs.StringVar(&bin, "bin", "", "run this binary `FILE` where it is instead of copying\nthis one to ~/.local/bin/bindery")
+	var proxyUnit bool
+	var listen, upstream string
+	cmd.fs.BoolVar(&proxyUnit, "proxy", false, "bindery proxy's unit (bindery-proxy.service) instead of\nthe daemon's (Linux)")
+	cmd.fs.StringVar(&listen, "listen", "", "with --proxy: the address `ADDR` it listens on, loopback\nonly (default "+defaultProxyListen+")")
+	cmd.fs.StringVar(&upstream, "upstream", "", "with --proxy: the Messages API `URL` it forwards to\n(default "+proxyUpstreamDefault+")")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, serviceUsage)
 		writeFlags(w, cmd.fs)
@@ -109,6 +115,24 @@ func serviceCmd(args []string, stdout, stderr io.Writer) error {
 		var err error
 		if h.home, err = os.UserHomeDir(); err != nil {
 			return fmt.Errorf("service: %w", err)
+		}
+	}
+	if !proxyUnit && (listen != "" || upstream != "") {
+		fmt.Fprintf(stderr, "bindery service %s: --listen and --upstream go with --proxy\n", sub)
+		return errUsage
+	}
+	if proxyUnit {
+		switch sub {
+		case "install":
+			ps, err := h.proxySpec(listen, upstream, bin)
+			if err != nil {
+				return err
+			}
+			return h.installProxy(ps, bin == "")
+		case "uninstall":
+			return h.uninstallProxy()
+		case "status":
+			return h.statusProxy()
 		}
 	}
 	switch sub {

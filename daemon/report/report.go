@@ -11,7 +11,7 @@ func SessionReport(s Session, prices *Prices) Report {
 	return Report{
 		Version: FormatVersion, Scope: "session",
 		Session: sum.Session, Model: sum.Model, First: sum.First, Last: sum.Last,
-		Figures: f, Breaks: breaks, Requests: s.Requests, Marks: s.Marks, Prices: prices.Rows(),
+		Figures: f, Breaks: breaks, Requests: s.Requests, Marks: s.Marks, Prices: prices.Rows(), GrandTotal: f.Total,
 	}
 }
 
@@ -54,7 +54,7 @@ func ArchiveReport(sums []Summary, prices *Prices) Report {
 	sortLines(lines)
 	return Report{
 		Version: FormatVersion, Scope: "archive",
-		Figures: f, Breaks: breaks, BreaksOmitted: omitted, Sessions: lines, Prices: prices.Rows(),
+		Figures: f, Breaks: breaks, BreaksOmitted: omitted, Sessions: lines, Prices: prices.Rows(), GrandTotal: f.Total,
 	}
 }
 

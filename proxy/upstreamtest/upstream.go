@@ -10,6 +10,8 @@ package upstreamtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +36,14 @@ type Request struct {
 	Status  int
 	Result  judgetest.Result // the judge's verdict (Messages requests)
 	Refused string           // the error message of a refusal
+	Usage   Usage            // what the answer's usage said (a 200 Messages answer)
+}
+
+// Usage is the usage an answer reports: deterministic figures of the
+// request (its number and size), in the documented shape (message_start
+// carries input and cache counts, message_delta the output).
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
 }
 
 // Fault makes the upstream misbehave on a request.
@@ -58,6 +68,9 @@ type Upstream struct {
 	pings bool
 	delay time.Duration
 	delta int // bytes of text a delta carries (0: the text in two halves)
+	// accounts maps a credential to the account it authenticates
+	// (SetAccounts); a credential not in it is its own account.
+	accounts map[string]string
 
 	srv *http.Server
 	ln  net.Listener
@@ -93,6 +106,39 @@ func (u *Upstream) Close() {
 	}
 	u.mu.Unlock()
 	u.srv.Close()
+}
+
+// SetAccounts says which account each credential (an x-api-key, or a
+// Bearer token) authenticates; a credential not named is an account of
+// its own. Sonnet 5.5 and Haiku 5.5 blocks are read only in the account
+// that minted them (judgetest.Call.Account).
+func (u *Upstream) SetAccounts(m map[string]string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.accounts = m
+}
+
+// OrganizationID is the anthropic-organization-id the upstream answers
+// for an account: a uuid-like id made from it, never the credential.
+func OrganizationID(account string) string {
+	sum := sha256.Sum256([]byte("upstreamtest/organization\x00" + account))
+	h := hex.EncodeToString(sum[:16])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// account is the account a request is authenticated as: by its x-api-key,
+// else its Bearer token, as the provider authenticates it.
+func (u *Upstream) account(h http.Header) string {
+	cred := h.Get("X-Api-Key")
+	if cred == "" {
+		cred = strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if a, ok := u.accounts[cred]; ok {
+		return a
+	}
+	return cred
 }
 
 // SetReply chooses the reply's blocks for a request (n counts Messages
@@ -155,6 +201,9 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	w.Header().Set("request-id", fmt.Sprintf("req_test_%d", time.Now().UnixNano()))
+	// Every answer of the Anthropic API names the organization of the
+	// credential used (its API overview, "Response headers").
+	w.Header().Set("anthropic-organization-id", OrganizationID(u.account(r.Header)))
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		rec.Status = 200
@@ -167,7 +216,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		if u.judged(w, &rec, u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header)})) {
+		if u.judged(w, &rec, u.Judge.Judge(judgetest.Call{Body: body, Beta: hasBeta(r.Header), Account: u.account(r.Header)})) {
 			writeJSON(w, 200, map[string]any{"input_tokens": len(body) / 4})
 		}
 		return
@@ -211,15 +260,19 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header)}, blocks)
-	if !u.judged(w, &rec, res) {
-		return
-	}
+	res := u.Judge.Answer(judgetest.Call{Body: body, Beta: hasBeta(r.Header), Account: u.account(r.Header)}, blocks)
 	var msg struct {
 		Content []map[string]any `json:"content"`
 	}
-	if err := json.Unmarshal(res.Reply, &msg); err != nil {
-		writeError(w, 500, "test upstream: reply: "+err.Error())
+	if res.Status == 200 {
+		if err := json.Unmarshal(res.Reply, &msg); err != nil {
+			writeError(w, 500, "test upstream: reply: "+err.Error())
+			return
+		}
+		rec.Usage = Usage{Input: 3 + int64(n), Output: 10 * int64(len(msg.Content)), CacheRead: int64(len(body) / 4),
+			CacheWrite5m: 90 * int64(n), CacheWrite1h: 10 * int64(n)}
+	}
+	if !u.judged(w, &rec, res) {
 		return
 	}
 	stop := "end_turn"
@@ -228,7 +281,10 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			stop = "tool_use"
 		}
 	}
-	usage := map[string]any{"input_tokens": len(body) / 4, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	ru := rec.Usage
+	usage := map[string]any{"input_tokens": ru.Input, "output_tokens": 1, "cache_read_input_tokens": ru.CacheRead,
+		"cache_creation_input_tokens": ru.CacheWrite5m + ru.CacheWrite1h,
+		"cache_creation":              map[string]any{"ephemeral_5m_input_tokens": ru.CacheWrite5m, "ephemeral_1h_input_tokens": ru.CacheWrite1h}}
 	message := map[string]any{"id": fmt.Sprintf("msg_test_%d", n), "type": "message", "role": "assistant", "model": head.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}
 	if res.Transformations != nil {
@@ -237,7 +293,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !head.Stream {
 		message["content"] = msg.Content
 		message["stop_reason"] = stop
-		usage["output_tokens"] = 10 * len(msg.Content)
+		usage["output_tokens"] = ru.Output
 		writeJSON(w, 200, message)
 		return
 	}

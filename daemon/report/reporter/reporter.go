@@ -174,6 +174,15 @@ func (r *Reporter) Archive(ctx context.Context) (api.Report, Stats, error) {
 		r.log.Warn("report: could not store aggregates", "err", err)
 	}
 	rep := report.ArchiveReport(sums, r.prices)
+	hosts, err := r.db.HostUsages(ctx)
+	if err != nil {
+		return api.Report{}, Stats{}, err
+	}
+	rep.Hosts = report.HostsReport(hosts, r.prices)
+	rep.GrandTotal = rep.Figures.Total
+	if rep.Hosts != nil {
+		rep.GrandTotal += rep.Hosts.Total
+	}
 	// ReportSessions is ordered by last activity, then newest file first.
 	for _, s := range sessions {
 		if !s.Removed {

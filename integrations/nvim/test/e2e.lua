@@ -67,6 +67,10 @@ local actions = {
     vim.cmd("Bindery sessions")
     wait_dump("bindery://sessions", "sessions.out")
   end,
+  conversations = function()
+    vim.cmd("Bindery conversations")
+    wait_dump("bindery://conversations", "conversations.out")
+  end,
   show = function()
     vim.cmd("Bindery show")
     wait_dump("bindery://show/", "show.out")

@@ -41,6 +41,8 @@ export function activate(ctx: vscode.ExtensionContext): void {
     { dispose: () => b.stop() },
     vscode.commands.registerCommand("bindery.status", () => show("status", ["status"])),
     vscode.commands.registerCommand("bindery.sessions", () => show("sessions", ["sessions", "--cwd", folder])),
+    // bindery proxy's conversations (Claude Code, opencode, the SDKs) belong to no workspace: all of them.
+    vscode.commands.registerCommand("bindery.conversations", () => show("conversations", ["conversations"])),
     vscode.commands.registerCommand("bindery.show", () => {
       const id = live();
       if (id) return show("show", ["show", id]);

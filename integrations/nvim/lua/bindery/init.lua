@@ -291,6 +291,12 @@ M.commands = {
   sessions = function()
     show_output("bindery://sessions", args("sessions", "--cwd", workspace()))
   end,
+  -- conversations: bindery proxy's (Claude Code, opencode, the SDKs) and
+  -- other hosts', which belong to no workspace: every one, with its
+  -- replies' cache figures and retries.
+  conversations = function()
+    show_output("bindery://conversations", args("conversations"))
+  end,
   show = function(id)
     id = id or M.state.session
     if not id then
