@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"hash"
 	"sync"
 )
 
@@ -17,20 +18,43 @@ import (
 // different, is answered with a full compile at once, so nothing here is
 // ever trusted beyond a compile's speed. What is kept is bounded in bytes
 // (Config.MaxHeld); the least recently used history goes first.
+//
+// The digest is the one cost here that grows with the history: hashing a
+// 1 MB prefix is most of a millisecond, on every turn. So a base keeps the
+// SHA-256 state at a few message ends (marks), and a digest hashes only the
+// bytes after the nearest mark: a follow-up turn shares its whole base, and
+// the base's last message end is a mark, so its digest hashes nothing. A
+// new base takes the marks of the old one it shares bytes with and hashes
+// only what is new. Marks are sparse (one per markEvery bytes, and the last
+// two messages' ends), so what they hold is a small part of the region's
+// bytes, and counted in MaxHeld.
 
 // base is one history's last compiled request.
 type base struct {
 	compileID string
 	region    []byte // the messages, first element's first byte to the last's last
 	ends      []int  // each message's end in region; the first starts at 0
+	marks     []mark // ascending by msg
 	used      uint64
-	// digest is the SHA-256 of the whole region, hex, and state the hash's
-	// state after it (encoding.BinaryMarshaler): the next turn, which
-	// shares every message of this one, proves them with digest, and its
-	// own base hashes only its new messages on from state. A long history
-	// was hashed whole every turn.
-	digest string
-	state  []byte
+}
+
+// mark is the SHA-256 state of a base's region up to message msg's end.
+type mark struct {
+	msg   int
+	state []byte
+}
+
+// markEvery is the most bytes a digest hashes past a mark, but for the
+// messages after a base's last two.
+const markEvery = 64 << 10
+
+// held is what a base counts against MaxHeld.
+func (bs *base) held() int {
+	n := len(bs.region) + 8*len(bs.ends)
+	for _, m := range bs.marks {
+		n += len(m.state) + 8
+	}
+	return n
 }
 
 // bases holds each history's base, and its accept in flight.
@@ -66,8 +90,11 @@ func (b *bases) get(key string) *base {
 // body into a fresh one), so the base holds it rather than a copy.
 //
 // from, when the request was compiled by reference on every message of
-// the base it replaces (shared returned all of them), carries that base's
-// hash on: only the new messages are hashed.
+// the base it replaces (shared returned all of them), is that base: its
+// marks carry on without comparing its bytes again. Without it, the
+// history's current base is compared message by message, so a turn that
+// shares only some of them (a retry, the same request again, an edit)
+// still hashes only from the last mark they share.
 func (b *bases) put(key, compileID string, body []byte, els []span, from *base) {
 	if len(els) == 0 {
 		b.drop(key)
@@ -79,17 +106,28 @@ func (b *bases) put(key, compileID string, body []byte, els []span, from *base) 
 	for i, e := range els {
 		ends[i] = e.end - first
 	}
+	shared, old := 0, from
+	if old != nil {
+		shared = min(len(old.ends), len(ends))
+	} else {
+		b.mu.Lock()
+		old = b.byKey[key]
+		b.mu.Unlock()
+		shared = old.sharedWith(region, ends)
+	}
+	// Hashing is done outside the lock; a base is never written once put,
+	// so reading its marks here is safe.
 	nb := &base{compileID: compileID, region: region, ends: ends}
-	nb.digest, nb.state = hashOn(from, region)
+	nb.marks = marksFor(region, ends, old, shared)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if old := b.byKey[key]; old != nil {
-		b.size -= len(old.region)
+	if cur := b.byKey[key]; cur != nil {
+		b.size -= cur.held()
 	}
 	b.clock++
 	nb.used = b.clock
 	b.byKey[key] = nb
-	b.size += len(region)
+	b.size += nb.held()
 	for b.size > b.max && len(b.byKey) > 0 {
 		var oldest string
 		var at uint64
@@ -98,16 +136,93 @@ func (b *bases) put(key, compileID string, body []byte, els []span, from *base) 
 				oldest, at = k, v.used
 			}
 		}
-		b.size -= len(b.byKey[oldest].region)
+		b.size -= b.byKey[oldest].held()
 		delete(b.byKey, oldest)
 	}
+}
+
+// sharedWith is how many leading messages of a region (its ends) the base
+// holds byte for byte; 0 for no base.
+func (bs *base) sharedWith(region []byte, ends []int) int {
+	if bs == nil {
+		return 0
+	}
+	shared, prev := 0, 0
+	for i := 0; i < len(ends) && i < len(bs.ends); i++ {
+		if ends[i] != bs.ends[i] || !bytes.Equal(region[prev:ends[i]], bs.region[prev:ends[i]]) {
+			break
+		}
+		shared, prev = i+1, ends[i]
+	}
+	return shared
+}
+
+// marksFor returns a new region's marks: the old base's marks over the
+// shared messages the two hold byte for byte, then the new bytes hashed
+// from the last of those.
+func marksFor(region []byte, ends []int, old *base, shared int) []mark {
+	var marks []mark
+	h, at := sha256.New(), 0
+	if old != nil {
+		for _, m := range old.marks {
+			if m.msg >= shared {
+				break
+			}
+			marks = append(marks, m)
+		}
+		if len(marks) > 0 {
+			last := marks[len(marks)-1]
+			if restore(h, last.state) {
+				at = ends[last.msg]
+			} else {
+				marks, h = nil, sha256.New()
+			}
+		}
+	}
+	start := 0 // the first message not yet hashed
+	if len(marks) > 0 {
+		start = marks[len(marks)-1].msg + 1
+	}
+	since := 0
+	for i := start; i < len(ends); i++ {
+		h.Write(region[at:ends[i]])
+		since += ends[i] - at
+		at = ends[i]
+		if since >= markEvery || i >= len(ends)-2 {
+			st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+			if err != nil {
+				break // no mark: a digest then hashes from an earlier one
+			}
+			marks = append(marks, mark{msg: i, state: st})
+			since = 0
+		}
+	}
+	return thin(marks, ends)
+}
+
+// thin keeps the marks markEvery apart and the last two messages': the
+// marks a history gathers turn by turn stay a few per markEvery bytes.
+func thin(marks []mark, ends []int) []mark {
+	out := marks[:0]
+	last := -1 << 62
+	for _, m := range marks {
+		if m.msg >= len(ends)-2 || ends[m.msg]-last >= markEvery {
+			out = append(out, m)
+			last = ends[m.msg]
+		}
+	}
+	return out
+}
+
+func restore(h hash.Hash, state []byte) bool {
+	return h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state) == nil
 }
 
 func (b *bases) drop(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old := b.byKey[key]; old != nil {
-		b.size -= len(old.region)
+		b.size -= old.held()
 		delete(b.byKey, key)
 	}
 }
@@ -131,33 +246,25 @@ func (bs *base) shared(body []byte, els []span) (int, string) {
 	if n == 0 {
 		return 0, ""
 	}
-	if n == len(bs.ends) && bs.digest != "" {
-		return n, bs.digest // every message of the base: its digest
-	}
-	sum := sha256.Sum256(body[first : first+prev])
-	return n, hex.EncodeToString(sum[:])
+	return n, bs.digest(n)
 }
 
-// hashOn is the digest and hash state of region: from's state carried on
-// over what region adds to from's region, when from is its prefix (the
-// caller's word: compile by reference on all of from's messages, whose
-// bytes shared compared), else region hashed whole.
-func hashOn(from *base, region []byte) (string, []byte) {
-	h := sha256.New()
-	rest := region
-	if from != nil && from.state != nil && len(from.region) <= len(region) {
-		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(from.state); err == nil {
-			rest = region[len(from.region):]
-		} else {
-			h.Reset()
+// digest is the SHA-256 of the region's first n messages, hashed from the
+// last mark at or before them.
+func (bs *base) digest(n int) string {
+	h, at := sha256.New(), 0
+	for i := len(bs.marks) - 1; i >= 0; i-- {
+		if m := bs.marks[i]; m.msg <= n-1 {
+			if restore(h, m.state) {
+				at = bs.ends[m.msg]
+			} else {
+				h = sha256.New()
+			}
+			break
 		}
 	}
-	h.Write(rest)
-	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		state = nil
-	}
-	return hex.EncodeToString(h.Sum(nil)), state
+	h.Write(bs.region[at:bs.ends[n-1]])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // acceptStarted marks the history's accept in flight; the returned func

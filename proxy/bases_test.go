@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestBaseShared: the messages a new request shares byte for byte with
@@ -47,9 +51,13 @@ func TestBaseShared(t *testing.T) {
 
 // TestBasesBounded: past MaxHeld the least recently used history goes.
 func TestBasesBounded(t *testing.T) {
-	b := newBases(100)
-	body := []byte(`{"messages":[{"t":"` + string(make([]byte, 0)) + `0123456789012345678901234567890123456789"}]}`)
+	body := []byte(`{"messages":[{"t":"0123456789012345678901234567890123456789"}]}`)
 	_, els, _ := messageSpans(body)
+	probe := newBases(1 << 20)
+	probe.put("x", "c_0", body, els, nil)
+	one := probe.get("x").held() // the region, its ends and its marks
+	max := 2*one + one/2         // room for two histories, not three
+	b := newBases(max)
 	b.put("a", "c_1", body, els, nil)
 	b.put("b", "c_2", body, els, nil)
 	b.get("a")
@@ -57,9 +65,106 @@ func TestBasesBounded(t *testing.T) {
 	if b.get("b") != nil || b.get("a") == nil || b.get("c") == nil {
 		t.Errorf("after a third history over the bound: a %v, b %v, c %v; want b gone", b.get("a") != nil, b.get("b") != nil, b.get("c") != nil)
 	}
-	if b.size > 100 {
-		t.Errorf("holds %d bytes over its bound of 100", b.size)
+	if b.size > max {
+		t.Errorf("holds %d bytes over its bound of %d", b.size, max)
 	}
+}
+
+// TestBaseDigestMarks: over a history that grows, repeats a turn, edits an
+// old message and crosses markEvery many times, every digest a base gives
+// equals the SHA-256 of the bytes it names, however its marks were taken
+// over from the bases before it; and the marks stay sparse.
+func TestBaseDigestMarks(t *testing.T) {
+	b := newBases(1 << 30)
+	var msgs []string
+	body := func() []byte {
+		out := []byte(`{"model":"m","messages":[`)
+		for i, m := range msgs {
+			if i > 0 {
+				out = append(out, ", "[:1+i%2]...) // separators differ
+			}
+			out = append(out, m...)
+		}
+		return append(out, "]}"...)
+	}
+	msg := func(i, size int) string {
+		return fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, strings.Repeat("x", size))
+	}
+	for step := 0; step < 60; step++ {
+		switch {
+		case step%7 == 3: // the same request again
+		case step%11 == 5: // an old message edited
+			msgs[len(msgs)/2] = msg(-step, 10)
+		default:
+			msgs = append(msgs, msg(step, (step*37)%5000), msg(step, (step*7919)%(90<<10)))
+		}
+		body := body()
+		_, els, err := messageSpans(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.put("k", fmt.Sprintf("c_%d", step), body, els, nil)
+		bs := b.get("k")
+		first := els[0].start
+		for n := 1; n <= len(els); n++ {
+			sum := sha256.Sum256(body[first:els[n-1].end])
+			if got, want := bs.digest(n), hex.EncodeToString(sum[:]); got != want {
+				t.Fatalf("step %d: digest of %d of %d messages %s, want %s", step, n, len(els), got, want)
+			}
+		}
+		if most := len(bs.region)/markEvery + 3; len(bs.marks) > most {
+			t.Fatalf("step %d: %d marks over %d bytes, want at most %d", step, len(bs.marks), len(bs.region), most)
+		}
+	}
+}
+
+// BenchmarkBaseFollowUp: a follow-up turn of a 1 MB history (the base's
+// messages and two new ones): what the proxy spends finding what it shares
+// with the base, its digest and recording the new base, against the
+// simplest way (hashing the shared prefix whole, as before marks), in one
+// run.
+func BenchmarkBaseFollowUp(b *testing.B) {
+	var msgs []string
+	for i := 0; len(msgs) < 2 || i < 256; i++ {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"%d %s"}]}`, i, strings.Repeat("x", 4000)))
+	}
+	build := func(ms []string) ([]byte, []span) {
+		body := []byte(`{"model":"m","messages":[` + strings.Join(ms, ",") + `]}`)
+		_, els, err := messageSpans(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return body, els
+	}
+	prev, prevEls := build(msgs)
+	next, nextEls := build(append(msgs, `{"role":"assistant","content":[{"type":"text","text":"ok"}]}`, `{"role":"user","content":"go on"}`))
+	var marks, whole time.Duration
+	for b.Loop() {
+		bs := newBases(1 << 30)
+		bs.put("k", "c_1", prev, prevEls, nil)
+		t0 := time.Now()
+		from := bs.get("k")
+		n, digest := from.shared(next, nextEls)
+		if n != len(from.ends) {
+			b.Fatalf("shares %d of the base's %d messages", n, len(from.ends))
+		}
+		bs.put("k", "c_2", next, nextEls, from) // as compile does
+
+		marks += time.Since(t0)
+		t1 := time.Now()
+		first := nextEls[0].start
+		bytes.Equal(next[first:nextEls[n-1].end], prev[first:prevEls[n-1].end])
+		sum := sha256.Sum256(next[first:nextEls[n-1].end])
+		whole += time.Since(t1)
+		if hex.EncodeToString(sum[:]) != digest {
+			b.Fatal("the digests differ")
+		}
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(float64(len(next))/1024, "request-KB")
+	b.ReportMetric(us(marks), "marks-µs")
+	b.ReportMetric(us(whole), "rehash-µs")
+	b.ReportMetric(float64(marks)/float64(whole), "marks/rehash")
 }
 
 // TestBaseHashCarried: a history's base proves its messages with the
@@ -93,8 +198,8 @@ func TestBaseHashCarried(t *testing.T) {
 		b.put("k", "c", body, els, from)
 		bs := b.get("k")
 		sum := sha256.Sum256(bs.region)
-		if bs.digest != hex.EncodeToString(sum[:]) {
-			t.Fatalf("turn %d: carried digest %s, want %x", i, bs.digest, sum)
+		if got := bs.digest(len(bs.ends)); got != hex.EncodeToString(sum[:]) {
+			t.Fatalf("turn %d: carried digest %s, want %x", i, got, sum)
 		}
 	}
 }

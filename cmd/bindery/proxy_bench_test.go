@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -102,26 +103,107 @@ func compileSeconds(b *testing.B, metrics string) (sum float64, count int) {
 	return sum, count
 }
 
+// acceptsDone waits until the proxy has finished want accepts (its
+// bindery_proxy_accepts_total, any result): a reply's accept runs after the
+// reply, off the client's path, and a benchmark that timed the next
+// request at once would charge it to whichever path came next.
+func acceptsDone(b *testing.B, metrics string, want int) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(metrics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got := 0
+		for _, l := range strings.Split(string(text), "\n") {
+			if strings.HasPrefix(l, "bindery_proxy_accepts_total{") {
+				var v float64
+				fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
+				got += int(v)
+			}
+		}
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the proxy finished %d accepts of %d in a minute", got, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// plainHop is the simplest gateway in front of upstream: it reads the
+// client's body whole, then forwards it and copies the answer back,
+// flushing each read (as an SSE gateway must). What it costs over the
+// direct path is any such hop's on this machine, not the proxy's.
+func plainHop(b *testing.B, upstream string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		rc := http.NewResponseController(w)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				if _, err := w.Write(buf[:n]); err != nil {
+					return
+				}
+				rc.Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
 // BenchmarkProxyTTFB: time to first byte through the proxy against
 // straight to the upstream, for a 10 KB and a 1 MB request, each turn
 // alternating the two; and the daemon's full compile of the same request
 // (the proxy's turns compile by reference), and the compile as the proxy
 // made it (its own metric: by reference, recorded before it answers), so
-// the proxy's own overhead is added-beyond-compile-µs.
+// the proxy's own overhead is added-beyond-compile-µs; and a plain hop
+// (plainHop: what any gateway that must read the body before sending it
+// pays, the body crossing loopback twice), so own-µs is what is left once
+// the hop and the proxy's compile are taken out. All in one run.
 func BenchmarkProxyTTFB(b *testing.B) {
 	for _, size := range []int{10 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("size=%dKB", size>>10), func(b *testing.B) {
 			up, addr, client, metrics := benchProxyProc(b, func(n int, body []byte) []judgetest.ReplyBlock {
 				return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "tool_use", ID: fmt.Sprintf("toolu_%d", n), Name: "read", Input: map[string]any{"path": "a"}}}
 			})
+			hop := plainHop(b, up.URL)
 			h := benchHistory(b, up, size)
 			body := h.body()
 			ttfb(b, addr, h.header, body) // the first compile is in full
+			accepts := 1
+			acceptsDone(b, metrics, accepts)
 			sum0, count0 := compileSeconds(b, metrics)
-			var direct, through, compile time.Duration
+			var direct, through, plain, compile time.Duration
 			for b.Loop() {
 				direct += ttfb(b, up.URL, h.header, body)
 				through += ttfb(b, addr, h.header, body)
+				accepts++
+				acceptsDone(b, metrics, accepts)
+				plain += ttfb(b, hop.URL, h.header, body)
 				t0 := time.Now()
 				if _, err := client.Compile(context.Background(), &api.CompileCall{Conversation: "bench-full", DryRun: true, Return: api.ReturnPlan, Request: body}); err != nil {
 					b.Fatal(err)
@@ -139,24 +221,31 @@ func BenchmarkProxyTTFB(b *testing.B) {
 			b.ReportMetric(float64(through.Microseconds())/n, "proxy-µs")
 			b.ReportMetric(float64((through-direct).Microseconds())/n, "added-µs")
 			b.ReportMetric(float64(compile.Microseconds())/n, "full-compile-µs")
+			b.ReportMetric(float64((plain-direct).Microseconds())/n, "hop-µs")
+			b.ReportMetric(float64((through-plain).Microseconds())/n-proxyCompile, "own-µs")
 			b.ReportMetric(float64(through)/float64(direct), "proxy/direct")
 		})
 	}
 }
 
 // BenchmarkProxyStream: a long reply (4 MB of text in 4 KB deltas)
-// streamed through the proxy against straight from the upstream: the
-// throughput ratio.
+// streamed through the proxy against straight from the upstream, and
+// through the plain hop, in one run. Two throughputs each: the whole
+// request (compile and first byte included), and the stream itself, first
+// byte to last (what "streaming throughput" means; the first byte's cost
+// is BenchmarkProxyTTFB's).
 func BenchmarkProxyStream(b *testing.B) {
 	long := strings.Repeat("All work and no play makes a long reply. ", 100000)
-	up, addr, _, _ := benchProxyProc(b, func(int, []byte) []judgetest.ReplyBlock {
+	up, addr, _, metrics := benchProxyProc(b, func(int, []byte) []judgetest.ReplyBlock {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
+	hop := plainHop(b, up.URL)
 	h := newAPIHost(b, up.URL, "claude-opus-5-5")
 	h.user("write a lot")
 	body := h.body()
-	read := func(base string) (time.Duration, int64) {
+	type took struct{ all, stream time.Duration }
+	read := func(base string) (took, int64) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/messages", bytes.NewReader(body))
 		req.Header = h.header.Clone()
 		t0 := time.Now()
@@ -164,24 +253,38 @@ func BenchmarkProxyStream(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		one := make([]byte, 1)
+		if _, err := io.ReadFull(resp.Body, one); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
 		n, _ := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		return time.Since(t0), n
+		return took{time.Since(t0), time.Since(t1)}, n + 1
 	}
-	var direct, through time.Duration
+	var direct, through, plain took
 	var bytesRead int64
+	add := func(t *took, d took) { t.all += d.all; t.stream += d.stream }
+	accepts := 0
 	for b.Loop() {
 		d, n := read(up.URL)
-		direct += d
+		add(&direct, d)
 		t, _ := read(addr)
-		through += t
+		add(&through, t)
+		accepts++
+		acceptsDone(b, metrics, accepts)
+		p, _ := read(hop.URL)
+		add(&plain, p)
 		bytesRead = n
 	}
 	b.SetBytes(bytesRead)
-	n := float64(b.N)
-	b.ReportMetric(float64(bytesRead)/1e6/(direct.Seconds()/n), "direct-MB/s")
-	b.ReportMetric(float64(bytesRead)/1e6/(through.Seconds()/n), "proxy-MB/s")
-	b.ReportMetric(direct.Seconds()/through.Seconds(), "proxy/direct-throughput")
+	mbs := func(d time.Duration) float64 { return float64(bytesRead) / 1e6 / (d.Seconds() / float64(b.N)) }
+	b.ReportMetric(mbs(direct.all), "direct-MB/s")
+	b.ReportMetric(mbs(through.all), "proxy-MB/s")
+	b.ReportMetric(direct.all.Seconds()/through.all.Seconds(), "proxy/direct-throughput")
+	b.ReportMetric(direct.stream.Seconds()/through.stream.Seconds(), "proxy/direct-stream")
+	b.ReportMetric(direct.stream.Seconds()/plain.stream.Seconds(), "hop/direct-stream")
+	b.ReportMetric(plain.stream.Seconds()/through.stream.Seconds(), "proxy/hop-stream")
 }
 
 // BenchmarkProxyMemory: the proxy's resident memory (its own process)
