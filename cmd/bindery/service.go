@@ -523,20 +523,24 @@ func unitText(s serviceSpec) string {
 }
 
 func (h *serviceHost) installSystemd(s serviceSpec) error {
-	path := h.unitPath()
-	if err := writeFileAtomic(path, unitText(s)); err != nil {
-		return fmt.Errorf("service install: %w", err)
+	return h.writeAndStart("service install", h.unitPath(), unitText(s), "bindery")
+}
+
+// writeAndStart writes a user unit and enables and (re)starts it: restart,
+// not start, so a unit already running picks up the new binary and
+// settings. what names the command in its errors.
+func (h *serviceHost) writeAndStart(what, path, text, unit string) error {
+	if err := writeFileAtomic(path, text); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	h.did("wrote", h.tilde(path))
 	for _, args := range [][]string{
 		{"--user", "daemon-reload"},
-		{"--user", "enable", "bindery.service"},
-		// restart, not start: a unit already running picks up the new
-		// binary and folders.
-		{"--user", "restart", "bindery.service"},
+		{"--user", "enable", unit + ".service"},
+		{"--user", "restart", unit + ".service"},
 	} {
 		if _, err := h.runCmd("systemctl", args...); err != nil {
-			return fmt.Errorf("service install: %w\n(journalctl --user -u bindery shows why)", err)
+			return fmt.Errorf("%s: %w\n(journalctl --user -u %s shows why)", what, err, unit)
 		}
 		h.did("ran", "systemctl "+strings.Join(args, " "))
 	}

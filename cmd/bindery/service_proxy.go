@@ -94,20 +94,8 @@ func (h *serviceHost) installProxy(s proxySpec, copyBin bool) error {
 			h.did("", "to "+h.tilde(s.bin))
 		}
 	}
-	path := h.proxyUnitPath()
-	if err := writeFileAtomic(path, proxyUnitText(s)); err != nil {
-		return fmt.Errorf("service install --proxy: %w", err)
-	}
-	h.did("wrote", h.tilde(path))
-	for _, args := range [][]string{
-		{"--user", "daemon-reload"},
-		{"--user", "enable", "bindery-proxy.service"},
-		{"--user", "restart", "bindery-proxy.service"},
-	} {
-		if _, err := h.runCmd("systemctl", args...); err != nil {
-			return fmt.Errorf("service install --proxy: %w\n(journalctl --user -u bindery-proxy shows why)", err)
-		}
-		h.did("ran", "systemctl "+strings.Join(args, " "))
+	if err := h.writeAndStart("service install --proxy", h.proxyUnitPath(), proxyUnitText(s), "bindery-proxy"); err != nil {
+		return err
 	}
 	// Listening is what a client needs; the daemon is the daemon unit's.
 	if err := waitListening(s.listen, 15*time.Second); err != nil {

@@ -73,7 +73,7 @@ func HostsReport(rows []db.HostUsage, prices *Prices) *api.HostReport {
 			l.HitRatio = float64(l.Usage.Read) / float64(in)
 		}
 		h.Conversations = append(h.Conversations, *l)
-		mergeUsageLine(&h.Usage, &l.Usage)
+		addUsage(&h.Usage, l.Usage)
 		h.UsageMissing += l.UsageMissing
 		h.Unpriced += l.Unpriced
 	}
@@ -94,22 +94,4 @@ func HostsReport(rows []db.HostUsage, prices *Prices) *api.HostReport {
 		return strings.Compare(a.Conversation, b.Conversation)
 	})
 	return h
-}
-
-func mergeUsageLine(dst, src *api.UsageLine) {
-	dst.Entries += src.Entries
-	dst.Input += src.Input
-	dst.Output += src.Output
-	dst.Read += src.Read
-	dst.Write += src.Write
-	dst.Write1h += src.Write1h
-	s, d := &src.Spend, &dst.Spend
-	d.Input += s.Input
-	d.Output += s.Output
-	d.CacheRead += s.CacheRead
-	d.CacheWrite += s.CacheWrite
-	d.Total += s.Total
-	d.FromTable += s.FromTable
-	d.Unpriced += s.Unpriced
-	d.UnpricedModels = mergeNames(d.UnpricedModels, s.UnpricedModels)
 }
