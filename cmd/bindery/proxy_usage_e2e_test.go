@@ -128,6 +128,20 @@ func TestProxyUsageInReport(t *testing.T) {
 	if !strings.Contains(convs, " replies · read ") {
 		t.Errorf("conversations text:\n%s", convs)
 	}
+	// bindery show names the client and session of a proxy conversation
+	// and its replies' figures, as conversations does.
+	shown, errOut, code := pe.run("show", conv)
+	if code != 0 {
+		t.Fatalf("show %s: %d %s", conv, code, errOut)
+	}
+	for _, w := range []string{"client               claude-code\n", "session              0b1d2e3f-4a5b-4c6d-8e7f-usagereport01\n",
+		fmt.Sprintf("replies              %d with usage: uncached %s · output %s · cache read %s · write %s", len(got),
+			tok(want.Input), tok(want.Output), tok(want.CacheRead), tok(want.CacheWrite5m+want.CacheWrite1h)), "retries              0 "} {
+		if !strings.Contains(shown, w) {
+			t.Errorf("show lacks %q:\n%s", w, shown)
+		}
+	}
+	t.Logf("bindery show %s:\n%s", conv, shown)
 	t.Logf("bindery report (hosts):\n%s", text[strings.Index(text, "bindery proxy and other hosts"):])
 	t.Logf("bindery conversations:\n%s", convs)
 }
