@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,6 +145,35 @@ func TestProxyUsageInReport(t *testing.T) {
 		}
 	}
 	t.Logf("bindery show %s:\n%s", conv, shown)
+	// bindery tail --conversation follows a proxy conversation by its id:
+	// its compiles and accepts, the conversation named once, no other's.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tail := exec.CommandContext(ctx, pe.bin, "tail", "--conversation", conv, "--since", "0")
+	tail.Env = pe.env
+	tailOut, tailErr := &lockedWriter{w: new(bytes.Buffer)}, &lockedWriter{w: new(bytes.Buffer)}
+	tail.Stdout, tail.Stderr = tailOut, tailErr
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tailDone := make(chan error, 1)
+	go func() { tailDone <- tail.Wait() }()
+	read := func(l *lockedWriter) string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.w.String()
+	}
+	waitFor(t, "tail to replay the proxy conversation's compiles and accepts", func() (bool, string) {
+		o := read(tailOut)
+		return strings.Count(o, " accept ") == len(got) && strings.Count(o, " compile ") >= len(got), read(tailErr) + o
+	})
+	cancel()
+	<-tailDone
+	tailed := read(tailOut)
+	if strings.Count(tailed, "── "+conv+"\n") != 1 || strings.Contains(tailed, "unpriced-session") {
+		t.Errorf("tail --conversation %s:\n%s", conv, tailed)
+	}
+	t.Logf("bindery tail --conversation %s:\n%s", conv, tailed)
 	t.Logf("bindery report (hosts):\n%s", text[strings.Index(text, "bindery proxy and other hosts"):])
 	t.Logf("bindery conversations:\n%s", convs)
 }
