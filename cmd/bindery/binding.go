@@ -469,8 +469,9 @@ func showHostFigures(ctx context.Context, c *api.Client, tw io.Writer, id string
 		if in := s.Input + s.CacheRead + s.CacheWrite; in > 0 {
 			hit = 100 * float64(s.CacheRead) / float64(in)
 		}
-		fmt.Fprintf(tw, "  replies\t%d with usage: uncached %s · output %s · cache read %s · write %s · hit %.0f%%\n",
-			s.Replies, tok(s.Input), tok(s.Output), tok(s.CacheRead), tok(s.CacheWrite), hit)
+		fmt.Fprintf(tw, "  replies\t%d with usage, cache hit %.0f%%\n", s.Replies, hit)
+		fmt.Fprintf(tw, "  tokens\tuncached %s · output %s · cache read %s · write %s\n",
+			tok(s.Input), tok(s.Output), tok(s.CacheRead), tok(s.CacheWrite))
 		return nil
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
@@ -138,10 +139,18 @@ func TestProxyUsageInReport(t *testing.T) {
 		t.Fatalf("show %s: %d %s", conv, code, errOut)
 	}
 	for _, w := range []string{"client               claude-code\n", "session              0b1d2e3f-4a5b-4c6d-8e7f-usagereport01\n",
-		fmt.Sprintf("replies              %d with usage: uncached %s · output %s · cache read %s · write %s", len(got),
+		fmt.Sprintf("replies              %d with usage, cache hit ", len(got)),
+		fmt.Sprintf("tokens               uncached %s · output %s · cache read %s · write %s\n",
 			tok(want.Input), tok(want.Output), tok(want.CacheRead), tok(want.CacheWrite5m+want.CacheWrite1h)), "retries              0 "} {
 		if !strings.Contains(shown, w) {
 			t.Errorf("show lacks %q:\n%s", w, shown)
+		}
+	}
+	// The lines it adds fit 80 columns (the branch table after them is
+	// show's own for every conversation).
+	for _, l := range strings.Split(shown[:max(0, strings.Index(shown, "  BRANCH"))], "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a show line of %d columns: %q", n, l)
 		}
 	}
 	t.Logf("bindery show %s:\n%s", conv, shown)
