@@ -100,10 +100,10 @@ func TestProxyUsageInReport(t *testing.T) {
 		t.Fatalf("report line %+v; upstream sent %+v", l, want)
 	}
 	p := api.Price{Input: ptr(15.0), Output: ptr(75.0), CacheWrite: ptr(18.75), CacheRead: ptr(1.5)}
-	money := (float64(want.Input)**p.Input + float64(want.Output)**p.Output + float64(want.CacheRead)**p.CacheRead +
+	wantMoney := (float64(want.Input)**p.Input + float64(want.Output)**p.Output + float64(want.CacheRead)**p.CacheRead +
 		float64(want.CacheWrite5m)**p.CacheWrite + float64(want.CacheWrite1h)**p.Write1hPrice()) / 1e6
-	if math.Abs(l.Total-money) > 1e-9 || hr.Total != l.Total || math.Abs(rep.GrandTotal-(rep.Figures.Total+hr.Total)) > 1e-9 || hr.Unpriced != 0 {
-		t.Errorf("spend: line %v, hosts %v, grand %v (pi %v); want %v", l.Total, hr.Total, rep.GrandTotal, rep.Figures.Total, money)
+	if math.Abs(l.Total-wantMoney) > 1e-9 || hr.Total != l.Total || math.Abs(rep.GrandTotal-(rep.Figures.Total+hr.Total)) > 1e-9 || hr.Unpriced != 0 {
+		t.Errorf("spend: line %v, hosts %v, grand %v (pi %v); want %v", l.Total, hr.Total, rep.GrandTotal, rep.Figures.Total, wantMoney)
 	}
 	// A model the table does not price: its tokens are counted, its reply
 	// is unpriced, and in no total.
@@ -127,6 +127,25 @@ func TestProxyUsageInReport(t *testing.T) {
 	text, _, _ := pe.run("report")
 	if !strings.Contains(text, fmt.Sprintf("bindery proxy and other hosts: 2 conversations, %d replies", len(got)+1)) || !strings.Contains(text, "claude-code:0b1d2e3f") {
 		t.Errorf("report text:\n%s", text)
+	}
+	// The archive chart stacks the proxy's spend of the day as its own kind,
+	// and its title's total is the grand total.
+	svgPath := filepath.Join(t.TempDir(), "archive.svg")
+	if p := os.Getenv("BINDERY_TEST_CHART"); p != "" {
+		svgPath = p // to look at it
+	}
+	if _, errOut, code := pe.run("report", "--chart", svgPath); code != 0 {
+		t.Fatalf("report --chart: %d %s", code, errOut)
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	if !strings.Contains(string(svg), `fill="#17becf"`) || !strings.Contains(string(svg), ">bindery proxy, hosts</text>") ||
+		!strings.Contains(string(svg), fmt.Sprintf("%s: %s, bindery proxy, hosts %s", day, money(rep.GrandTotal), money(hr.Total))) ||
+		!strings.Contains(string(svg), money(rep.GrandTotal)+" total") {
+		t.Errorf("archive chart lacks the hosts' spend of %s (%s):\n%s", day, money(hr.Total), svg)
 	}
 	convs, _, _ := pe.run("conversations")
 	if !strings.Contains(convs, " replies · read ") {
