@@ -44,7 +44,7 @@ func TestPurity(t *testing.T) {
 
 // TestLayering: dependencies point one way, cmd -> daemon -> {api, db,
 // watcher} -> binding, and each fact's package keeps its own concern: only
-// db speaks SQL, api and watcher never reach into each other's or the
+// db speaks SQL (SQLite, and PostgreSQL in db/postgres), api and watcher never reach into each other's or the
 // daemon's insides, and the test-only packages (named ...test) are
 // imported by tests alone.
 func TestLayering(t *testing.T) {
@@ -80,6 +80,9 @@ func TestLayering(t *testing.T) {
 		for _, imp := range imports {
 			if imp == "database/sql" && from != "db" {
 				t.Errorf("%s imports database/sql: only db speaks SQL", pkg)
+			}
+			if strings.HasPrefix(imp, "github.com/jackc/pgx") && from != "db" {
+				t.Errorf("%s imports %s: only db (db/postgres) speaks to PostgreSQL", pkg, imp)
 			}
 			if !strings.HasPrefix(imp, mod+"/") {
 				continue

@@ -24,6 +24,9 @@ const (
 	shipMaxBackoff = 30 * time.Second
 	// ShipAtExit bounds the last shipping at shutdown.
 	ShipAtExit = 5 * time.Second
+	// shipAttempt bounds one attempt: a server that takes the connection
+	// and then stalls would otherwise hold the shipper.
+	shipAttempt = 30 * time.Second
 )
 
 type shipper struct {
@@ -42,13 +45,26 @@ type shipper struct {
 func (s *shipper) run(ctx context.Context) error {
 	wait := shipEvery
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		case <-s.wake:
+		next := time.Now().Add(wait)
+	sleep:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Until(next)):
+				break sleep
+			case <-s.wake:
+				if !s.failed {
+					break sleep
+				}
+				// While the server is away, an accept does not cut the
+				// backoff short: attempts stay spaced out.
+			}
 		}
-		if err := s.shipAll(ctx); err != nil {
+		actx, cancel := context.WithTimeout(ctx, shipAttempt)
+		err := s.shipAll(actx)
+		cancel()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

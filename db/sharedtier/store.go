@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,6 +33,9 @@ var migrationFiles embed.FS
 // MaxKeys bounds one read-through: a request's signed blocks, a few
 // thousand at most.
 const MaxKeys = 10000
+
+// ConnectTimeout bounds connecting when the DSN sets no connect_timeout.
+const ConnectTimeout = 5 * time.Second
 
 // Store is the shared tier.
 type Store struct {
@@ -52,6 +56,12 @@ func Open(dsn, machine string) (*Store, error) {
 		return nil, errors.New("the shared tier's DSN does not parse (libpq keyword=value or postgres:// URL)")
 	}
 	cfg.MaxConns = 8
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// libpq's default is to wait for the OS: a server whose packets
+		// are dropped would hold a shipper's attempt (and its backoff) for
+		// minutes of TCP retries.
+		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("shared tier %s: %s", Redact(dsn), redactErr(err, cfg.ConnConfig.Password))
