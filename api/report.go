@@ -84,6 +84,10 @@ type HostReport struct {
 	UsageMissing int     `json:"usageMissing"`
 	Total        float64 `json:"total"`
 	Unpriced     int     `json:"unpriced"` // replies without a price
+	// Days is the priced spend by UTC day of the accept, by kind (Input,
+	// Output, CacheWrite, CacheRead): what the archive chart stacks as
+	// Day.Hosts beside pi's. Its days add up to Total.
+	Days map[string]Day `json:"days,omitempty"`
 }
 
 // HostLine is one conversation of a host (bindery proxy: client:session).
@@ -320,11 +324,15 @@ type Day struct {
 	Other      float64 `json:"other"`
 	Unsplit    float64 `json:"unsplit"`
 	Avoidable  float64 `json:"avoidable"`
+	// Hosts is the day's spend of bindery proxy's and other hosts'
+	// conversations (HostReport.Days): set only where the archive chart
+	// puts both together; Figures.Days never carry it.
+	Hosts float64 `json:"hosts,omitempty"`
 }
 
 // Sum is the day's spend (Avoidable is inside it).
 func (d Day) Sum() float64 {
-	return d.Input + d.Output + d.CacheWrite + d.CacheRead + d.Errors + d.Other + d.Unsplit
+	return d.Input + d.Output + d.CacheWrite + d.CacheRead + d.Errors + d.Other + d.Unsplit + d.Hosts
 }
 
 // UsageLine is what a kind of usage entry used and cost.

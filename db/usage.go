@@ -45,6 +45,7 @@ func (t *Tx) InsertAcceptUsage(ctx context.Context, u AcceptUsage) error {
 type HostUsage struct {
 	Conversation string
 	Model        string
+	Day          string // the UTC day of the accepts, "2026-12-01"
 	Replies      int
 	// Missing counts replies whose usage lacked input, cache read or cache
 	// write: their known counts are in the sums.
@@ -58,17 +59,17 @@ type HostUsage struct {
 	LastMs       int64
 }
 
-// HostUsages sums accept_usage by conversation and model, for the
+// HostUsages sums accept_usage by conversation, model and UTC day, for the
 // conversations of no pi session, the most recently active first.
 func (d *DB) HostUsages(ctx context.Context) ([]HostUsage, error) {
-	rows, err := d.readQuery(ctx, `SELECT u.conversation, u.model, count(*),
+	rows, err := d.readQuery(ctx, `SELECT u.conversation, u.model, date(u.accepted_ms / 1000, 'unixepoch'), count(*),
 		sum(u.input IS NULL OR u.cache_read IS NULL OR u.cache_write IS NULL),
 		coalesce(sum(u.input), 0), coalesce(sum(u.output), 0), coalesce(sum(u.cache_read), 0),
 		coalesce(sum(u.cache_write), 0), coalesce(sum(u.cache_write_1h), 0), min(u.accepted_ms), max(u.accepted_ms)
 		FROM accept_usage u
 		WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = u.conversation)
 		AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = u.conversation AND coalesce(c.session_file, '') != '')
-		GROUP BY u.conversation, u.model ORDER BY max(u.accepted_ms) DESC, u.conversation, u.model`)
+		GROUP BY 1, 2, 3 ORDER BY max(u.accepted_ms) DESC, u.conversation, u.model, 3`)
 	if err != nil {
 		return nil, fmt.Errorf("host usage: %w", err)
 	}
@@ -77,7 +78,7 @@ func (d *DB) HostUsages(ctx context.Context) ([]HostUsage, error) {
 	for rows.Next() {
 		var h HostUsage
 		var missing sql.NullInt64
-		if err := rows.Scan(&h.Conversation, &h.Model, &h.Replies, &missing, &h.Input, &h.Output, &h.CacheRead, &h.CacheWrite, &h.CacheWrite1h, &h.FirstMs, &h.LastMs); err != nil {
+		if err := rows.Scan(&h.Conversation, &h.Model, &h.Day, &h.Replies, &missing, &h.Input, &h.Output, &h.CacheRead, &h.CacheWrite, &h.CacheWrite1h, &h.FirstMs, &h.LastMs); err != nil {
 			return nil, fmt.Errorf("host usage: %w", err)
 		}
 		h.Missing = int(missing.Int64)

@@ -347,6 +347,11 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	fmt.Fprintf(tw, "  stamps\t%d (%d linked to session entries)\n", st.Stamps, st.StampsLinked)
 	fmt.Fprintf(tw, "  releases\t%d\n", len(st.Releases))
 	fmt.Fprintf(tw, "  compiles remembered\t%d\n", st.Compiles)
+	if st.SessionFile == "" && !st.SessionTree {
+		if err := showHostFigures(ctx, c, tw, id); err != nil {
+			return true, err
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return true, err
 	}
@@ -435,4 +440,39 @@ func readJSONFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not valid JSON", name)
 	}
 	return b, nil
+}
+
+// showHostFigures adds, for a conversation no session file names (bindery
+// proxy's client:session, a script's own id), which client and session it
+// is and what its replies' usage said: the same summary `bindery
+// conversations` lists, so the two never disagree. A conversation past
+// that list's bound shows its binding state alone.
+func showHostFigures(ctx context.Context, c *api.Client, tw io.Writer, id string) error {
+	list, err := c.Conversations(ctx)
+	if err != nil {
+		return fmt.Errorf("conversation %s: %w", id, err)
+	}
+	for _, s := range list {
+		if s.Conversation != id {
+			continue
+		}
+		if s.Client != "" {
+			fmt.Fprintf(tw, "  client\t%s\n", s.Client)
+			session := "(none: the client sent no session hint)"
+			if _, hint, ok := strings.Cut(id, ":"); ok && hint != "" {
+				session = hint
+			}
+			fmt.Fprintf(tw, "  session\t%s\n", session)
+		}
+		fmt.Fprintf(tw, "  retries\t%d (releases after a provider refusal)\n", s.Retries)
+		hit := 0.0
+		if in := s.Input + s.CacheRead + s.CacheWrite; in > 0 {
+			hit = 100 * float64(s.CacheRead) / float64(in)
+		}
+		fmt.Fprintf(tw, "  replies\t%d with usage, cache hit %.0f%%\n", s.Replies, hit)
+		fmt.Fprintf(tw, "  tokens\tuncached %s · output %s · cache read %s · write %s\n",
+			tok(s.Input), tok(s.Output), tok(s.CacheRead), tok(s.CacheWrite))
+		return nil
+	}
+	return nil
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
@@ -96,10 +100,10 @@ func TestProxyUsageInReport(t *testing.T) {
 		t.Fatalf("report line %+v; upstream sent %+v", l, want)
 	}
 	p := api.Price{Input: ptr(15.0), Output: ptr(75.0), CacheWrite: ptr(18.75), CacheRead: ptr(1.5)}
-	money := (float64(want.Input)**p.Input + float64(want.Output)**p.Output + float64(want.CacheRead)**p.CacheRead +
+	wantMoney := (float64(want.Input)**p.Input + float64(want.Output)**p.Output + float64(want.CacheRead)**p.CacheRead +
 		float64(want.CacheWrite5m)**p.CacheWrite + float64(want.CacheWrite1h)**p.Write1hPrice()) / 1e6
-	if math.Abs(l.Total-money) > 1e-9 || hr.Total != l.Total || math.Abs(rep.GrandTotal-(rep.Figures.Total+hr.Total)) > 1e-9 || hr.Unpriced != 0 {
-		t.Errorf("spend: line %v, hosts %v, grand %v (pi %v); want %v", l.Total, hr.Total, rep.GrandTotal, rep.Figures.Total, money)
+	if math.Abs(l.Total-wantMoney) > 1e-9 || hr.Total != l.Total || math.Abs(rep.GrandTotal-(rep.Figures.Total+hr.Total)) > 1e-9 || hr.Unpriced != 0 {
+		t.Errorf("spend: line %v, hosts %v, grand %v (pi %v); want %v", l.Total, hr.Total, rep.GrandTotal, rep.Figures.Total, wantMoney)
 	}
 	// A model the table does not price: its tokens are counted, its reply
 	// is unpriced, and in no total.
@@ -124,10 +128,80 @@ func TestProxyUsageInReport(t *testing.T) {
 	if !strings.Contains(text, fmt.Sprintf("bindery proxy and other hosts: 2 conversations, %d replies", len(got)+1)) || !strings.Contains(text, "claude-code:0b1d2e3f") {
 		t.Errorf("report text:\n%s", text)
 	}
+	// The archive chart stacks the proxy's spend of the day as its own kind,
+	// and its title's total is the grand total.
+	svgPath := filepath.Join(t.TempDir(), "archive.svg")
+	if p := os.Getenv("BINDERY_TEST_CHART"); p != "" {
+		svgPath = p // to look at it
+	}
+	if _, errOut, code := pe.run("report", "--chart", svgPath); code != 0 {
+		t.Fatalf("report --chart: %d %s", code, errOut)
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Format(time.DateOnly)
+	if !strings.Contains(string(svg), `fill="#17becf"`) || !strings.Contains(string(svg), ">bindery proxy, hosts</text>") ||
+		!strings.Contains(string(svg), fmt.Sprintf("%s: %s, bindery proxy, hosts %s", day, money(rep.GrandTotal), money(hr.Total))) ||
+		!strings.Contains(string(svg), money(rep.GrandTotal)+" total") || !strings.Contains(string(svg), "archive of 0 sessions and 2 host conversations</text>") {
+		t.Errorf("archive chart lacks the hosts' spend of %s (%s):\n%s", day, money(hr.Total), svg)
+	}
 	convs, _, _ := pe.run("conversations")
 	if !strings.Contains(convs, " replies · read ") {
 		t.Errorf("conversations text:\n%s", convs)
 	}
+	// bindery show names the client and session of a proxy conversation
+	// and its replies' figures, as conversations does.
+	shown, errOut, code := pe.run("show", conv)
+	if code != 0 {
+		t.Fatalf("show %s: %d %s", conv, code, errOut)
+	}
+	for _, w := range []string{"client               claude-code\n", "session              0b1d2e3f-4a5b-4c6d-8e7f-usagereport01\n",
+		fmt.Sprintf("replies              %d with usage, cache hit ", len(got)),
+		fmt.Sprintf("tokens               uncached %s · output %s · cache read %s · write %s\n",
+			tok(want.Input), tok(want.Output), tok(want.CacheRead), tok(want.CacheWrite5m+want.CacheWrite1h)), "retries              0 "} {
+		if !strings.Contains(shown, w) {
+			t.Errorf("show lacks %q:\n%s", w, shown)
+		}
+	}
+	// The lines it adds fit 80 columns (the branch table after them is
+	// show's own for every conversation).
+	for _, l := range strings.Split(shown[:max(0, strings.Index(shown, "  BRANCH"))], "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a show line of %d columns: %q", n, l)
+		}
+	}
+	t.Logf("bindery show %s:\n%s", conv, shown)
+	// bindery tail --conversation follows a proxy conversation by its id:
+	// its compiles and accepts, the conversation named once, no other's.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tail := exec.CommandContext(ctx, pe.bin, "tail", "--conversation", conv, "--since", "0")
+	tail.Env = pe.env
+	tailOut, tailErr := &lockedWriter{w: new(bytes.Buffer)}, &lockedWriter{w: new(bytes.Buffer)}
+	tail.Stdout, tail.Stderr = tailOut, tailErr
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tailDone := make(chan error, 1)
+	go func() { tailDone <- tail.Wait() }()
+	read := func(l *lockedWriter) string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.w.String()
+	}
+	waitFor(t, "tail to replay the proxy conversation's compiles and accepts", func() (bool, string) {
+		o := read(tailOut)
+		return strings.Count(o, " accept ") == len(got) && strings.Count(o, " compile ") >= len(got), read(tailErr) + o
+	})
+	cancel()
+	<-tailDone
+	tailed := read(tailOut)
+	if strings.Count(tailed, "── "+conv+"\n") != 1 || strings.Contains(tailed, "unpriced-session") {
+		t.Errorf("tail --conversation %s:\n%s", conv, tailed)
+	}
+	t.Logf("bindery tail --conversation %s:\n%s", conv, tailed)
 	t.Logf("bindery report (hosts):\n%s", text[strings.Index(text, "bindery proxy and other hosts"):])
 	t.Logf("bindery conversations:\n%s", convs)
 }

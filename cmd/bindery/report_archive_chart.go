@@ -26,6 +26,7 @@ var spendKinds = []struct {
 	{"errored/aborted", "#8c564b", func(d api.Day) float64 { return d.Errors }},
 	{"warm, other usage", "#bcbd22", func(d api.Day) float64 { return d.Other }},
 	{"priced as total", "#7f7f7f", func(d api.Day) float64 { return d.Unsplit }},
+	{"bindery proxy, hosts", "#17becf", func(d api.Day) float64 { return d.Hosts }},
 }
 
 // archiveSVG draws an archive report's spend per UTC day, stacked by
@@ -36,14 +37,15 @@ var spendKinds = []struct {
 // write. Each bar's tooltip lists its kinds.
 func archiveSVG(r api.Report) []byte {
 	var b bytes.Buffer
-	days := make([]string, 0, len(r.Figures.Days))
-	for d := range r.Figures.Days {
+	byDay, total := chartDays(r)
+	days := make([]string, 0, len(byDay))
+	for d := range byDay {
 		days = append(days, d)
 	}
 	sort.Strings(days)
 	var top float64
 	for _, d := range days {
-		top = max(top, r.Figures.Days[d].Sum())
+		top = max(top, byDay[d].Sum())
 	}
 	ceil := niceCeilF(top)
 	const (
@@ -59,12 +61,15 @@ func archiveSVG(r api.Report) []byte {
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
 	title := fmt.Sprintf("spend per day: archive of %d sessions", r.Figures.Sessions)
+	if r.Hosts != nil && len(r.Hosts.Conversations) > 0 {
+		title += fmt.Sprintf(" and %d host conversations", len(r.Hosts.Conversations))
+	}
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
 	fmt.Fprintf(&b, `<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#d62728" stroke-width="3"/></pattern></defs>`+"\n")
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15">%s</text>`+"\n", marginLeft, esc(title))
 	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555">%s total, %s avoidable (%d breaks), %d days</text>`+"\n",
-		marginLeft, money(r.Figures.Total), money(r.Figures.Breaks.Avoidable), r.Figures.Breaks.Count, len(days))
+		marginLeft, money(total), money(r.Figures.Breaks.Avoidable), r.Figures.Breaks.Count, len(days))
 
 	b.WriteString(`<g id="y-axis" fill="#333" text-anchor="end">` + "\n")
 	for i := 0; i <= 4; i++ {
@@ -81,7 +86,7 @@ func archiveSVG(r api.Report) []byte {
 	avoidable := false
 	fmt.Fprintf(&b, `<g id="%s">`+"\n", SeriesDays)
 	for i, d := range days {
-		day := r.Figures.Days[d]
+		day := byDay[d]
 		x0 := marginLeft + slot*float64(i) + (slot-barW)/2
 		tip := fmt.Sprintf("%s: %s", d, money(day.Sum()))
 		for _, k := range spendKinds {
@@ -150,6 +155,25 @@ func archiveSVG(r api.Report) []byte {
 	}
 	b.WriteString("</g>\n</svg>\n")
 	return b.Bytes()
+}
+
+// chartDays is pi's spend per day with the hosts' (bindery proxy's
+// conversations) as a kind of its own, and the total they add up to: the
+// grand total when there are hosts, pi's otherwise.
+func chartDays(r api.Report) (map[string]api.Day, float64) {
+	if r.Hosts == nil || len(r.Hosts.Days) == 0 {
+		return r.Figures.Days, r.Figures.Total
+	}
+	out := make(map[string]api.Day, len(r.Figures.Days)+len(r.Hosts.Days))
+	for d, v := range r.Figures.Days {
+		out[d] = v
+	}
+	for d, h := range r.Hosts.Days {
+		v := out[d]
+		v.Hosts += h.Sum()
+		out[d] = v
+	}
+	return out, r.Figures.Total + r.Hosts.Total
 }
 
 // dayLabel shortens "2026-12-01" to "12-01" (when every day is of one

@@ -57,6 +57,15 @@ func HostsReport(rows []db.HostUsage, prices *Prices) *api.HostReport {
 			u.Spend.UnpricedModels = mergeNames(u.Spend.UnpricedModels, []string{r.Model})
 			continue
 		}
+		if h.Days == nil {
+			h.Days = map[string]api.Day{}
+		}
+		day := h.Days[r.Day]
+		day.Input += parts[0]
+		day.Output += parts[1]
+		day.CacheRead += parts[2]
+		day.CacheWrite += parts[3]
+		h.Days[r.Day] = day
 		u.Spend.Input += parts[0]
 		u.Spend.Output += parts[1]
 		u.Spend.CacheRead += parts[2]

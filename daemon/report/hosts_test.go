@@ -12,10 +12,10 @@ func TestHostsReport(t *testing.T) {
 		t.Fatal("no rows must give no section")
 	}
 	rows := []db.HostUsage{
-		{Conversation: "claude-code:a", Model: "claude-sonnet-4-5", Replies: 2, Input: 1000, Output: 2000, CacheRead: 10000, CacheWrite: 3000, CacheWrite1h: 1000, FirstMs: 1000, LastMs: 5000},
-		{Conversation: "claude-code:a", Model: "claude-opus-9", Replies: 1, Missing: 1, Input: 5, FirstMs: 6000, LastMs: 6000},
-		{Conversation: "opencode:b", Model: "claude-sonnet-4-5", Replies: 1, Input: 1e6, FirstMs: 2000, LastMs: 2000},
-		{Conversation: "script", Model: "claude-sonnet-4-5", Replies: 1, FirstMs: 3000, LastMs: 3000},
+		{Conversation: "claude-code:a", Model: "claude-sonnet-4-5", Day: "1970-01-01", Replies: 2, Input: 1000, Output: 2000, CacheRead: 10000, CacheWrite: 3000, CacheWrite1h: 1000, FirstMs: 1000, LastMs: 5000},
+		{Conversation: "claude-code:a", Model: "claude-opus-9", Day: "1970-01-01", Replies: 1, Missing: 1, Input: 5, FirstMs: 6000, LastMs: 6000},
+		{Conversation: "opencode:b", Model: "claude-sonnet-4-5", Day: "1970-01-02", Replies: 1, Input: 1e6, FirstMs: 2000, LastMs: 2000},
+		{Conversation: "script", Model: "claude-sonnet-4-5", Day: "1970-01-02", Replies: 1, FirstMs: 3000, LastMs: 3000},
 	}
 	h := HostsReport(rows, DefaultPrices())
 	if len(h.Conversations) != 3 {
@@ -36,5 +36,10 @@ func TestHostsReport(t *testing.T) {
 	}
 	if h.Total != got[0].Total+got[1].Total+got[2].Total || h.Unpriced != 1 || h.Usage.Entries != 5 || h.UsageMissing != 1 {
 		t.Fatalf("totals %+v", h)
+	}
+	// The days add up to the total; an unpriced reply is on no day.
+	d1, d2 := h.Days["1970-01-01"], h.Days["1970-01-02"]
+	if len(h.Days) != 2 || math.Abs(d1.Sum()-a) > 1e-12 || math.Abs(d2.Sum()-b) > 1e-12 || math.Abs(d2.Input-b) > 1e-12 || math.Abs(d1.CacheRead-10000*0.30/1e6) > 1e-12 {
+		t.Fatalf("days %+v", h.Days)
 	}
 }
