@@ -62,7 +62,7 @@ func archiveSVG(r api.Report) []byte {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
 	title := fmt.Sprintf("spend per day: archive of %d sessions", r.Figures.Sessions)
 	if r.Hosts != nil && len(r.Hosts.Conversations) > 0 {
-		title += fmt.Sprintf(" and %d host conversations", len(r.Hosts.Conversations))
+		title += " and " + plural(len(r.Hosts.Conversations), "host conversation", "host conversations")
 	}
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
 	fmt.Fprintf(&b, `<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#d62728" stroke-width="3"/></pattern></defs>`+"\n")
