@@ -169,7 +169,7 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 	ws := d.watch.Status()
 	h.Watcher.LastRescan = ws.LastRescan.UTC()
 	if ws.Degraded {
-		h.Watcher.Error = "fsnotify unavailable or at its limit: following by rescans only"
+		h.Watcher.Error = "fsnotify unavailable or at its limit: rescans only"
 	}
 	// A session folder that does not exist yet is where pi will write its
 	// first session: on a fresh install that is health, not a fault, so

@@ -358,8 +358,18 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 	if st.SessionTree {
 		return true, showTreeBranches(stdout, st)
 	}
+	// The PARENT column only when a branch has a parent: bindery proxy's
+	// branch names and compile ids left it no room in 80 columns.
+	forked := false
+	for _, b := range st.Branches {
+		forked = forked || b.Parent != nil
+	}
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  BRANCH\tOWNER\tACCEPTED\tPENDING\tSTAMPS\tRELEASES\tPARENT")
+	head := "  BRANCH\tOWNER\tACCEPTED\tPENDING\tSTAMPS\tRELEASES"
+	if forked {
+		head += "\tPARENT"
+	}
+	fmt.Fprintln(tw, head)
 	for _, b := range st.Branches {
 		name, owner, parent := b.Branch, b.Owner, "-"
 		if name == "" {
@@ -371,7 +381,11 @@ func showConversation(ctx context.Context, c *api.Client, id string, stdout io.W
 		if b.Parent != nil {
 			parent = b.Parent.Conversation + "/" + b.Parent.Branch
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", name, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases, parent)
+		row := fmt.Sprintf("  %s\t%s\t%d\t%d\t%d\t%d", name, owner, b.Accepted, b.Unaccepted, b.Stamps, b.Releases)
+		if forked {
+			row += "\t" + parent
+		}
+		fmt.Fprintln(tw, row)
 	}
 	if err := tw.Flush(); err != nil {
 		return true, err
