@@ -135,7 +135,10 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 			out[i] = last[i]
 		} else if st, ok := c.stamps[k]; ok {
 			out[i] = st
-		} else if !c.absent.has(k) {
+		} else if !c.absent.has(k) || b.readThrough != nil {
+			// Joined to a shared tier, a key without a stamp here may have
+			// one there by now (another machine's reply): absence here says
+			// nothing of there, so it is asked again.
 			need, at = append(need, k), append(at, i)
 		}
 	}
@@ -148,7 +151,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
 	if b.readThrough != nil && len(rows) < len(need) {
-		if err := b.readThrough.fill(ctx, b.j, c.id, need, rows); err != nil {
+		if err := b.readThrough.fill(ctx, b.j, c.id, need, keys[len(keys)-1], rows); err != nil {
 			return nil, err
 		}
 	}

@@ -145,6 +145,7 @@ func New(cfg Config) (*Proxy, error) {
 		metrics: newMetrics(),
 	}
 	p.health = &health{p: p}
+	p.metrics.reg.MustRegister(newDaemonMetrics(p))
 	return p, nil
 }
 
