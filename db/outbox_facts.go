@@ -160,3 +160,14 @@ func EncodeRecord(r *binding.CompileRecord) []byte { return encodeRecord(r) }
 
 // DecodeRecord reads what EncodeRecord wrote (any unchunked format).
 func DecodeRecord(blob []byte) (*binding.CompileRecord, error) { return decodeRecord(blob) }
+
+// IngestHighWater is the largest entries.seq now (Tx.IngestHighWater's,
+// read outside a write): the daemon takes it before it reads the shared
+// tier's releases, to order what it learns there against its entries.
+func (d *DB) IngestHighWater(ctx context.Context) (int64, error) {
+	var n int64
+	if err := d.readRow(ctx, sqlIngestHighWater).Scan(&n); err != nil {
+		return 0, fmt.Errorf("ingest high water: %w", err)
+	}
+	return n, nil
+}
