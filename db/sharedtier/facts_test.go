@@ -89,7 +89,10 @@ func TestReleaseReadWaitsForWriter(t *testing.T) {
 	inTx, commit := make(chan struct{}), make(chan struct{})
 	s.SetBeforeReleaseCommit(func() { close(inTx); <-commit })
 	done := make(chan error, 1)
-	go func() { _, err := s.PutReleases(context.Background(), []db.ReleaseRow{releaseRow("w", "main", "a")}); done <- err }()
+	go func() {
+		_, err := s.PutReleases(context.Background(), []db.ReleaseRow{releaseRow("w", "main", "a")})
+		done <- err
+	}()
 	<-inTx
 	read := make(chan []Release, 1)
 	go func() {
