@@ -38,15 +38,19 @@ func newCompileID(prefix string, seq int64, tag string) string {
 	return s + "_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
 }
 
-// machineTag is the tag ids minted under machine carry: 40 bits of the
-// name's SHA-256 in lower-case base32 (8 characters, no '.' or '_'). ""
-// for no name.
+// machineTag is the tag ids minted under machine carry: 20 bits of the
+// name's SHA-256 in lower-case base32 (4 characters, no '.' or '_'; an id
+// stays short enough for show's table in 80 columns). ""
+// for no name. Two machines of a team share a tag once in about a million
+// pairs: an id of the other is then taken for one of this machine, its
+// accept is not looked for in the tier and answers unknown, and the reply
+// is stripped at the next compile (no stamp): safe, and said in the error.
 func machineTag(machine string) string {
 	if machine == "" {
 		return ""
 	}
 	h := sha256.Sum256([]byte(machine))
-	return strings.ToLower(idEncoding.EncodeToString(h[:5]))
+	return strings.ToLower(idEncoding.EncodeToString(h[:3]))[:4]
 }
 
 // idSeq is the seq an id made by newCompileID carries (false for ids of
@@ -105,7 +109,7 @@ func (b *Binder) unknownCompile(ctx context.Context, id string) error {
 		return err
 	}
 	if seq > high {
-		return api.Errorf(api.CodeUnknownCompile, "compile %q was never made by this bindery (its seq %d is beyond the last, %d: another database, or a mistyped id)", id, seq, high)
+		return api.Errorf(api.CodeUnknownCompile, "compile %q was never made by this bindery (its seq %d is beyond the last, %d: another database, a machine whose tag is this one's, or a mistyped id)", id, seq, high)
 	}
 	return api.Errorf(api.CodeCompileForgotten, "compile %q was made by this bindery and has been forgotten: a conversation remembers its %d most recent accepted compiles (a repeated accept of one answers 200 with repeated=true; an older one was recorded when it was first accepted, and this answer records nothing) and the %d most recent unaccepted compiles of a branch (an older one can no longer be accepted)",
 		id, keep.Tombstones, keep.PerBranch)
