@@ -284,3 +284,10 @@ CREATE TABLE outbox (
 CREATE TABLE outbox_joined (
     joined_ms INTEGER NOT NULL
 );
+
+CREATE TABLE outbox_facts (
+    id         INTEGER PRIMARY KEY,  -- the shared tier's outbox of facts (migration 016, db/outbox_facts.go)
+    kind       TEXT    NOT NULL,     -- 'compile' | 'accept' | 'release'
+    ref        TEXT    NOT NULL,     -- compiles.id, or releases.id for a release
+    created_ms INTEGER NOT NULL
+);

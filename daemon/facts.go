@@ -88,8 +88,20 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	if f.stamps, err = b.stamps(ctx, c, keys); err != nil {
 		return nil, err
 	}
+	safe := true
+	if b.shared != nil && len(keys) > 0 {
+		// the tier's releases first: one another machine made is seen
+		// before this compile decides (shared_facts.go); a request with
+		// no thinking block has nothing a release could strip
+		if safe, err = b.syncReleases(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if f.released, err = b.released(ctx, c, f, call, req.Model, keys); err != nil {
 		return nil, err
+	}
+	if !safe {
+		f.released = stripAll(f.released, keys)
 	}
 	for e := range c.recorded {
 		if !f.path.onBranch(call.Branch, e.branch) {

@@ -93,8 +93,14 @@ func (s *shipper) shipAll(ctx context.Context) error {
 	}
 	for {
 		items, err := s.store.Outbox(ctx, shipBatch)
-		if err != nil || len(items) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(items) == 0 {
+			// then compiles, releases and accepts (shipper_facts.go):
+			// after the stamps, so a compile's accept never arrives before
+			// the stamps it recorded
+			return s.shipFacts(ctx)
 		}
 		rows := make([]db.StampRow, len(items))
 		for i, it := range items {
@@ -126,6 +132,7 @@ func (s *shipper) drain() {
 	defer cancel()
 	if err := s.shipAll(ctx); err != nil {
 		n, _ := s.store.OutboxLen(context.Background())
-		s.log.Warn("outbox not shipped whole at exit; the next start ships it", "shared", s.shared.Name(), "left", n, "err", err)
+		f, _ := s.store.OutboxFactsLen(context.Background())
+		s.log.Warn("outbox not shipped whole at exit; the next start ships it", "shared", s.shared.Name(), "left", n, "facts", f, "err", err)
 	}
 }

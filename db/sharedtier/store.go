@@ -43,7 +43,17 @@ type Store struct {
 	machine string
 	dsn     string // redacted, for messages
 	secret  string // the DSN's password, cut out of every error
+
+	// beforeReleaseCommit, when set (tests, SetBeforeReleaseCommit), runs
+	// inside PutReleases' transaction after its inserts, before the commit:
+	// a test holds a release in flight there.
+	beforeReleaseCommit func()
 }
+
+// SetBeforeReleaseCommit sets a function PutReleases runs inside its
+// transaction, its rows inserted and its locks held, just before it
+// commits. For tests that must order a release against a read; nil clears.
+func (s *Store) SetBeforeReleaseCommit(fn func()) { s.beforeReleaseCommit = fn }
 
 // Open makes the store's pool; it connects lazily, so a server that is
 // down at start is not an error (the machine works alone until it is
