@@ -206,6 +206,7 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	}
 	// Decided in the tier before the answer (shared_facts.go).
 	b.pushReleases(ctx, c.id, released)
+	b.pushStamps(ctx, c.id, stamped)
 	if b.shared != nil {
 		b.shared.poke()
 	}

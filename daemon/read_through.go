@@ -20,12 +20,11 @@ import (
 // with the server unreachable, the blocks have no stamp and are stripped:
 // never sent unvouched.
 type readThrough struct {
-	store    *sharedtier.Store
-	wait     time.Duration
-	log      *slog.Logger
-	failed   atomic.Bool // said once until a read works again
-	migrated atomic.Bool // the tier's schema is this build's
-	tally    readTally
+	store  *sharedtier.Store
+	wait   time.Duration
+	log    *slog.Logger
+	failed atomic.Bool // said once until a read works again
+	tally  readTally
 }
 
 // readTally counts read-throughs for `bindery status` and the gateway's
@@ -67,14 +66,7 @@ func (r *readThrough) fill(ctx context.Context, j *Journal, conversation string,
 	defer func() { r.tally.waitedNs.Add(int64(time.Since(began))) }()
 	r.tally.asked.Add(1)
 	rctx, cancel := context.WithTimeout(ctx, r.wait)
-	if !r.migrated.Load() {
-		// A first compile can come before the shipper's first attempt:
-		// the schema is made here then (under the tier's advisory lock, so
-		// once), not read as missing.
-		if err := r.store.Migrate(rctx); err == nil {
-			r.migrated.Store(true)
-		}
-	}
+	r.store.Ready(rctx) // a failure is the read's to report
 	got, err := r.store.Stamps(rctx, missing)
 	if err != nil && rctx.Err() == nil {
 		// A pooled connection the server closed (it restarted) fails at

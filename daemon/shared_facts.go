@@ -80,6 +80,7 @@ func (b *Binder) syncReleases(ctx context.Context, c *conv) (safe bool, err erro
 		return false, fmt.Errorf("releases of conversation %q: %w", c.id, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.wait)
+	s.store.Ready(rctx) // a failure is the read's to report
 	got, err := s.store.ReleasesAfter(rctx, c.id, c.tier.ord, 0)
 	if err != nil && rctx.Err() == nil {
 		// a pooled connection the server closed fails at once: one more
@@ -152,8 +153,28 @@ func (b *Binder) pushReleases(ctx context.Context, conversation string, rels []d
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait)
 	defer cancel()
+	s.store.Ready(pctx) // a failure is the write's to report
 	if _, err := s.store.PutReleases(pctx, rels); err != nil {
 		s.log.Warn("releases not written to the shared tier; the outbox ships them when it is back (meanwhile another machine may send a released block)", "conversation", conversation, "released", len(rels), "err", err)
+	}
+}
+
+// pushStamps writes the stamps an accept just recorded (and queued) to
+// the tier, within the wait, before the accept answers: an acknowledged
+// accept is then in PostgreSQL, and a replica killed right after it loses
+// none of it (its outbox would ship it only if it came back). A failed
+// write is logged once a failure; the outbox ships them when the tier is
+// back, and a stamp shipped twice changes nothing.
+func (b *Binder) pushStamps(ctx context.Context, conversation string, rows []db.StampRow) {
+	s := b.shared
+	if s == nil || len(rows) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait)
+	defer cancel()
+	s.store.Ready(pctx) // a failure is the write's to report
+	if _, err := s.store.PutStamps(pctx, rows); err != nil {
+		s.log.Warn("stamps not written to the shared tier before the accept answered; the outbox ships them when it is back", "conversation", conversation, "stamps", len(rows), "err", err)
 	}
 }
 

@@ -212,3 +212,34 @@ func TestSharedReleaseRacesCompile(t *testing.T) {
 		t.Fatalf("B with the tier back: %v", got)
 	}
 }
+
+// An accept that answered is in the tier, before any shipping: replica B
+// serves a turn (the conversation is engaged there), replica A the next,
+// accepts its reply and is killed at once (its shipper never runs, its
+// outbox is lost with it), and B's next compile keeps both replies'
+// blocks, A's stamp read through.
+func TestSharedAcknowledgedAcceptIsInTheTier(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a := newReplica(t, dsn, "replica-a", 5*time.Second)
+	b := newReplica(t, dsn, "replica-b", 5*time.Second)
+	first := request("x", 0, 10)
+	ans := b.compile(t, "x", first)
+	if got, err := b.b.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply("sig-b")}); err != nil || got.Stamped != 1 {
+		t.Fatalf("accept on B: %+v %v", got, err)
+	}
+	b.ship.drain()
+	second := withReply(t, first, reply("sig-b"))
+	ans = a.compile(t, "x", second)
+	if len(ans.Strips) != 0 {
+		t.Fatalf("A's compile strips %v", stripped(ans))
+	}
+	got, err := a.b.Accept(t.Context(), &api.AcceptCall{CompileID: ans.CompileID, Reply: reply("sig-a")})
+	if err != nil || got.Stamped != 1 {
+		t.Fatalf("accept on A: %+v %v", got, err)
+	}
+	// A is gone: nothing of its outbox ships.
+	third := withReply(t, second, reply("sig-a"))
+	if ans := b.compile(t, "x", third); len(ans.Strips) != 0 || ans.ThinkingKept != 2 {
+		t.Fatalf("B's compile after A acknowledged the accept: kept %d, stripped %v", ans.ThinkingKept, stripped(ans))
+	}
+}

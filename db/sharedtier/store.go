@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,7 @@ type Store struct {
 	machine string
 	dsn     string // redacted, for messages
 	secret  string // the DSN's password, cut out of every error
+	ready   atomic.Bool
 
 	// beforeReleaseCommit, when set (tests, SetBeforeReleaseCommit), runs
 	// inside PutReleases' transaction after its inserts, before the commit:
@@ -121,6 +123,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// Ready brings the schema to this build's once per Store (a success is
+// remembered): each path that reads or writes the tier calls it first, so
+// the first compile or accept after joining never meets a table that is
+// not there yet (the shipper's first attempt may come later).
+func (s *Store) Ready(ctx context.Context) error {
+	if s.ready.Load() {
+		return nil
+	}
+	if err := s.Migrate(ctx); err != nil {
+		return err
+	}
+	s.ready.Store(true)
+	return nil
 }
 
 type step struct {
