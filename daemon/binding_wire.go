@@ -30,6 +30,7 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		b.readThrough = &readThrough{store: d.shared, wait: d.cfg.SharedWait, log: d.log.With("component", "shared")}
 		b.stamped = d.ship.poke
 		b.shared = &sharedFacts{store: d.shared, wait: d.cfg.SharedWait, log: d.log.With("component", "shared"), poke: d.ship.poke}
+		d.ship.learn = b.learnAliases
 	}
 	d.binder = b
 	d.ingest.journal = j

@@ -38,7 +38,11 @@ type shipper struct {
 	shared *sharedtier.Store
 	log    *slog.Logger
 	ready  bool // the shared schema is migrated
-	failed bool // the last attempt failed (said once until one works)
+	// learn records aliases other machines learned; aliasAfter is the
+	// tier's last alias id pulled (account_team.go)
+	learn      func(context.Context, []sharedtier.Alias) error
+	aliasAfter int64
+	failed     bool // the last attempt failed (said once until one works)
 }
 
 // run ships until ctx ends, then returns; drain ships what is left.
@@ -63,6 +67,9 @@ func (s *shipper) run(ctx context.Context) error {
 		}
 		actx, cancel := context.WithTimeout(ctx, shipAttempt)
 		err := s.shipAll(actx)
+		if err == nil {
+			err = s.pullAliases(actx) // account_team.go
+		}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

@@ -143,7 +143,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.PutStamps(ctx, []db.StampRow{stampRow("old")}); err != nil {
+	// a stamp as a version-1 bindery shipped it (its columns, no more)
+	old := stampRow("old")
+	if _, err := conn.Exec(ctx, `INSERT INTO stamps (key, seed, chain, pred, model, account, source, conversation, branch, compile, machine, created_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'laptop', $11)`, old.Key[:], old.Seed[:], old.Chain[:], old.Pred[:], old.Model, old.Account,
+		old.Source, old.Conversation, old.Branch, old.Compile, old.CreatedMs); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Migrate(ctx); err != nil {
