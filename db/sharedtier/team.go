@@ -39,7 +39,22 @@ func counters(f *db.TeamFact) []*int64 {
 var (
 	teamDims   = []string{"machine", "key", "rev", "person", "client", "day", "model"}
 	teamInCols = append(append([]string{}, teamDims...), teamCounters...)
-	sqlDelta   = func() string {
+	// sqlReplace inserts the batch's facts, replacing only this machine's
+	// own of a lower rev, and keeps what it wrote in team_new.
+	sqlReplace = func() string {
+		set := make([]string, 0, len(teamInCols))
+		for _, c := range teamInCols[2:] {
+			set = append(set, c+" = excluded."+c)
+		}
+		cols := strings.Join(teamInCols, ", ")
+		return `WITH up AS (INSERT INTO team_requests (` + cols + `) SELECT ` + cols + ` FROM team_in
+ON CONFLICT (key) DO UPDATE SET ` + strings.Join(set, ", ") + `, shipped = now()
+WHERE team_requests.machine = excluded.machine AND team_requests.rev < excluded.rev
+RETURNING ` + cols + `) INSERT INTO team_new SELECT ` + cols + ` FROM up`
+	}()
+	// sqlDelta adds the new facts' figures to the rollups and takes out
+	// those of the facts they replaced.
+	sqlDelta = func() string {
 		pos, neg, set := make([]string, len(teamCounters)), make([]string, len(teamCounters)), make([]string, len(teamCounters))
 		sum := make([]string, len(teamCounters))
 		for i, c := range teamCounters {
@@ -48,32 +63,29 @@ var (
 		}
 		return `INSERT INTO team_rollup (day, machine, person, client, model, ` + strings.Join(teamCounters, ", ") + `)
 SELECT day, machine, person, client, model, ` + strings.Join(sum, ", ") + ` FROM (
-  SELECT day, machine, person, client, model, ` + strings.Join(pos, ", ") + ` FROM team_in WHERE key IN (SELECT key FROM team_chg)
+  SELECT day, machine, person, client, model, ` + strings.Join(pos, ", ") + ` FROM team_new
   UNION ALL
-  SELECT day, machine, person, client, model, ` + strings.Join(neg, ", ") + ` FROM team_requests WHERE machine = $1 AND key IN (SELECT key FROM team_chg)
+  SELECT day, machine, person, client, model, ` + strings.Join(neg, ", ") + ` FROM team_old WHERE key IN (SELECT key FROM team_new)
 ) d GROUP BY day, machine, person, client, model
 ON CONFLICT (day, machine, person, client, model) DO UPDATE SET ` + strings.Join(set, ", ")
 	}()
-	sqlReplace = func() string {
-		set := make([]string, 0, len(teamInCols))
-		for _, c := range teamInCols[2:] {
-			set = append(set, c+" = excluded."+c)
-		}
-		return `INSERT INTO team_requests (` + strings.Join(teamInCols, ", ") + `)
-SELECT ` + strings.Join(teamInCols, ", ") + ` FROM team_in WHERE key IN (SELECT key FROM team_chg)
-ON CONFLICT (machine, key) DO UPDATE SET ` + strings.Join(set, ", ") + `, shipped = now()`
-	}()
 )
 
-// PutTeamFacts ships team facts in one transaction: each replaces the
-// fact of its key shipped before by this machine only when its rev is
-// higher, and the rollups take the difference (the old fact's figures
-// out, the new one's in), so a batch sent twice, or an older batch sent
-// after a newer one, changes nothing. It returns how many facts changed.
-// Batches of one machine are serialised by an advisory lock (two stores
-// shipping under one machine name cannot interleave their differences);
-// machines never touch each other's rollup rows, so they never wait on
-// each other.
+// PutTeamFacts ships team facts in one transaction. A request's key
+// means the same on every machine (a pi session's entry; a host's
+// compile, which names its machine), so a session continued on a second
+// machine from synced files is counted once: the first machine to ship a
+// key owns it, and only it replaces the key's fact, and only with a
+// higher rev. The rollups take the difference (the old fact's figures
+// out, the new one's in), so a batch sent twice, an older batch sent
+// after a newer one, or another machine's copy of a request changes
+// nothing. It returns how many facts changed.
+//
+// Batches of one machine are serialised by an advisory lock, so the facts
+// it owns do not change under it; machines race only for new keys, which
+// ON CONFLICT settles, and the rollups take only what was written. A
+// machine's rollup rows carry its name, so machines never wait on each
+// other's.
 func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
@@ -104,27 +116,31 @@ func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (in
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('bindery team ' || $1))`, s.machine); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE team_in (LIKE team_requests INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {
-			return err
+		for _, t := range []string{"team_in", "team_new"} {
+			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE `+t+` (LIKE team_requests INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"team_in"}, teamInCols, pgx.CopyFromRows(src)); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `CREATE TEMP TABLE team_chg ON COMMIT DROP AS
-			SELECT i.key FROM team_in i LEFT JOIN team_requests r ON r.machine = i.machine AND r.key = i.key
-			WHERE r.key IS NULL OR i.rev > r.rev`)
-		if err != nil {
+		// The facts of this machine that the batch replaces, read before
+		// it does (the lock keeps them as read).
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE team_old ON COMMIT DROP AS
+			SELECT r.* FROM team_requests r JOIN team_in i ON i.key = r.key
+			WHERE r.machine = $1 AND r.rev < i.rev`, s.machine); err != nil {
 			return err
+		}
+		tag, err := tx.Exec(ctx, sqlReplace)
+		if err != nil {
+			return fmt.Errorf("facts: %w", err)
 		}
 		changed = int(tag.RowsAffected())
 		if changed == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, sqlDelta, s.machine); err != nil {
+		if _, err := tx.Exec(ctx, sqlDelta); err != nil {
 			return fmt.Errorf("rollups: %w", err)
-		}
-		if _, err := tx.Exec(ctx, sqlReplace); err != nil {
-			return fmt.Errorf("facts: %w", err)
 		}
 		return nil
 	})

@@ -1,15 +1,17 @@
 -- Version 2 of the shared tier (issue 29): the team report. Each machine
 -- ships one fact per request the report counts (db.TeamFact: tokens by
--- kind, spend in integer micro-USD, its cache break), keyed by the machine
--- and the request's key; a fact may change (a branch moved, a break's cause
--- learned from a compile) and is replaced only by one of a higher rev, so a
--- batch sent twice or late changes nothing. team_rollup holds the sums per
+-- kind, spend in integer micro-USD, its cache break), keyed by the
+-- request's key, which means the same on every machine: the first machine
+-- to ship a key owns it (a session continued from synced files on a second
+-- machine is counted once). A fact may change (a branch moved, a break's
+-- cause learned from a compile) and is replaced only by its owner's of a
+-- higher rev, so a batch sent twice or late changes nothing. team_rollup holds the sums per
 -- day, machine, person, client and model, kept in the same transaction as
 -- the facts (the old fact's figures subtracted, the new one's added): the
 -- report reads the rollups, never the requests.
 CREATE TABLE team_requests (
-    machine        text   NOT NULL,
-    key            text   NOT NULL, -- 'pi:<session>/<entry id>' | 'host:<compile>'
+    machine        text   NOT NULL, -- the machine that shipped it first: its owner
+    key            text   NOT NULL, -- 'pi:<session>/<entry id>' | 'host:<machine>/<compile>'
     rev            bigint NOT NULL,
     person         text   NOT NULL,
     client         text   NOT NULL,
@@ -34,7 +36,7 @@ CREATE TABLE team_requests (
     excess         bigint NOT NULL,
     avoidable      bigint NOT NULL,
     shipped        timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (machine, key)
+    PRIMARY KEY (key)
 );
 CREATE TABLE team_rollup (
     day            date   NOT NULL,
