@@ -39,6 +39,8 @@ type shipper struct {
 	log    *slog.Logger
 	ready  bool // the shared schema is migrated
 	failed bool // the last attempt failed (said once until one works)
+	// team, when set, queues and ships the team report's facts (team.go).
+	team *teamFacts
 }
 
 // run ships until ctx ends, then returns; drain ships what is left.
@@ -91,6 +93,9 @@ func (s *shipper) shipAll(ctx context.Context) error {
 		}
 		s.ready = true
 	}
+	if err := s.shipTeam(ctx); err != nil {
+		return err
+	}
 	for {
 		items, err := s.store.Outbox(ctx, shipBatch)
 		if err != nil || len(items) == 0 {
@@ -124,6 +129,9 @@ func (s *shipper) poke() {
 func (s *shipper) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), ShipAtExit)
 	defer cancel()
+	if s.team != nil {
+		s.team.next = time.Time{} // the last requests' facts go too
+	}
 	if err := s.shipAll(ctx); err != nil {
 		n, _ := s.store.OutboxLen(context.Background())
 		s.log.Warn("outbox not shipped whole at exit; the next start ships it", "shared", s.shared.Name(), "left", n, "err", err)

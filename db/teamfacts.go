@@ -23,7 +23,7 @@ import (
 const TeamHostScope = "host:"
 
 // MaxTeamFacts bounds one QueueTeamFacts call and one TeamOutbox read.
-const MaxTeamFacts = 50000
+const MaxTeamFacts = 200000
 
 // TeamFact is what the team report needs of one request. Money is in
 // integer micro-USD, rounded once per request, so every sum of facts (per
