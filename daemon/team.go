@@ -16,15 +16,14 @@ import (
 )
 
 // The team's report (issue 29). With --shared, the shipper also ships
-// the report's facts: every teamScanEvery it recomputes the team facts of
+// the report's facts: every --team-scan (30 s) it recomputes the team facts of
 // the pi sessions whose report stamp changed and of the host accepts not
 // yet queued (reporter.TeamScopes, HostTeamFacts), queues those that
 // changed (db.QueueTeamFacts: same transaction as their record), and ships
 // the queue in batches of teamBatch (sharedtier.PutTeamFacts: a batch sent
 // twice changes nothing). GET /v1/report/team reads the tier's rollups.
 const (
-	teamScanEvery = 30 * time.Second
-	teamBatch     = 2000
+	teamBatch = 2000
 	// teamScanFacts bounds one scan's facts: a large archive joining a
 	// team is queued over several scans, none holding the writer long.
 	teamScanFacts = 20000
@@ -49,6 +48,7 @@ type teamFacts struct {
 	person  string
 	machine string
 	log     *slog.Logger
+	every   time.Duration
 	next    time.Time // the next scan
 }
 
@@ -100,7 +100,7 @@ func (s *shipper) shipTeam(ctx context.Context) error {
 		return nil
 	}
 	if now := time.Now(); !now.Before(t.next) {
-		t.next = now.Add(teamScanEvery)
+		t.next = now.Add(t.every)
 		n, more, err := t.scan(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -131,7 +131,7 @@ func (s *shipper) shipTeam(ctx context.Context) error {
 func (d *daemon) wireTeam(s *api.Server, rep *reporter.Reporter) {
 	s.Team = teamSource{shared: d.shared}
 	if d.ship != nil {
-		d.ship.team = &teamFacts{rep: rep, store: d.store, person: d.cfg.Person, machine: d.cfg.Machine, log: d.log.With("component", "team")}
+		d.ship.team = &teamFacts{rep: rep, store: d.store, person: d.cfg.Person, machine: d.cfg.Machine, every: d.cfg.TeamScan, log: d.log.With("component", "team")}
 	}
 }
 
