@@ -116,8 +116,11 @@ func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (in
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('bindery team ' || $1))`, s.machine); err != nil {
 			return err
 		}
-		for _, t := range []string{"team_in", "team_new"} {
-			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE `+t+` (LIKE team_requests INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {
+		// The work tables live as long as the connection and are emptied
+		// at each commit: made once, not at every batch (a catalog change
+		// per batch costs more than the batch's rows).
+		for _, t := range []string{"team_in", "team_new", "team_old"} {
+			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS `+t+` (LIKE team_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`); err != nil {
 				return err
 			}
 		}
@@ -126,8 +129,7 @@ func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (in
 		}
 		// The facts of this machine that the batch replaces, read before
 		// it does (the lock keeps them as read).
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE team_old ON COMMIT DROP AS
-			SELECT r.* FROM team_requests r JOIN team_in i ON i.key = r.key
+		if _, err := tx.Exec(ctx, `INSERT INTO team_old SELECT r.* FROM team_requests r JOIN team_in i ON i.key = r.key
 			WHERE r.machine = $1 AND r.rev < i.rev`, s.machine); err != nil {
 			return err
 		}
