@@ -117,7 +117,17 @@ func (s *shipper) shipTeam(ctx context.Context) error {
 		if err != nil || upto == 0 {
 			return err
 		}
-		if _, err := s.shared.PutTeamFacts(ctx, items); err != nil {
+		// A fact the tier would refuse would hold the whole queue (and
+		// the stamps after it) forever: it is dropped, and said.
+		ok := items[:0]
+		for _, it := range items {
+			if err := sharedtier.CheckTeamFact(it.Fact); err != nil {
+				s.log.Warn("team report: a fact not shipped", "err", err)
+				continue
+			}
+			ok = append(ok, it)
+		}
+		if _, err := s.shared.PutTeamFacts(ctx, ok); err != nil {
 			return err
 		}
 		if err := s.store.TeamShipped(ctx, upto); err != nil {

@@ -22,6 +22,10 @@ import (
 // TeamHostScope is the scope of the host conversations' facts.
 const TeamHostScope = "host:"
 
+// TeamHostKey is the team key of a host conversation's accepted reply:
+// compile ids are one machine's, so the key names the machine.
+func TeamHostKey(machine, compile string) string { return TeamHostScope + machine + "/" + compile }
+
 // MaxTeamFacts bounds one QueueTeamFacts call and one TeamOutbox read.
 const MaxTeamFacts = 200000
 
@@ -271,9 +275,10 @@ func (d *DB) TeamOutboxLen(ctx context.Context) (int, error) {
 }
 
 // HostAcceptsUnqueued returns up to limit host conversations' accepted
-// replies whose team fact is not recorded yet, oldest first. An accept's
-// usage never changes (a compile's first stays), so each is queued once.
-func (d *DB) HostAcceptsUnqueued(ctx context.Context, limit int) ([]AcceptUsage, error) {
+// replies whose team fact (TeamHostKey(machine, compile)) is not recorded
+// yet, oldest first. An accept's usage never changes (a compile's first
+// stays), so each is queued once.
+func (d *DB) HostAcceptsUnqueued(ctx context.Context, machine string, limit int) ([]AcceptUsage, error) {
 	if limit <= 0 || limit > MaxTeamFacts {
 		return nil, fmt.Errorf("host accepts: limit %d outside [1, %d]", limit, MaxTeamFacts)
 	}
@@ -281,8 +286,8 @@ func (d *DB) HostAcceptsUnqueued(ctx context.Context, limit int) ([]AcceptUsage,
 		FROM accept_usage u
 		WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = u.conversation)
 		AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = u.conversation AND coalesce(c.session_file, '') != '')
-		AND NOT EXISTS (SELECT 1 FROM team_facts f WHERE f.key = 'host:' || u.compile)
-		ORDER BY u.accepted_ms, u.compile LIMIT ?`, limit)
+		AND NOT EXISTS (SELECT 1 FROM team_facts f WHERE f.key = ? || u.compile)
+		ORDER BY u.accepted_ms, u.compile LIMIT ?`, TeamHostKey(machine, ""), limit)
 	if err != nil {
 		return nil, fmt.Errorf("host accepts: %w", err)
 	}

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"testing"
 )
 
@@ -61,5 +62,34 @@ func TestTeamFactsQueue(t *testing.T) {
 	}
 	if _, _, err := d.TeamOutbox(ctx, 0); err == nil {
 		t.Error("limit 0 was taken")
+	}
+}
+
+// A host conversation's accepts are offered once: after their facts are
+// queued they are not offered again.
+func TestHostAcceptsUnqueued(t *testing.T) {
+	d := mustOpen(t)
+	ctx := t.Context()
+	n := func(v int64) *int64 { return &v }
+	if err := d.Write(ctx, func(ctx context.Context, tx *Tx) error {
+		for i, c := range []string{"c_1", "c_2"} {
+			if err := tx.InsertAcceptUsage(ctx, AcceptUsage{Compile: c, Conversation: "claude-code:x", Branch: "b", Model: "m", AcceptedMs: int64(i), Input: n(5), CacheRead: n(1)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.HostAcceptsUnqueued(ctx, "box", 10)
+	if err != nil || len(got) != 2 || got[0].Compile != "c_1" || *got[0].Input != 5 || got[0].Output != nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if _, err := d.QueueTeamFacts(ctx, []TeamScope{{Scope: TeamHostScope, Facts: []TeamFact{{Key: TeamHostKey("box", "c_1"), Requests: 1, Day: "2026-12-01"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = d.HostAcceptsUnqueued(ctx, "box", 10)
+	if err != nil || len(got) != 1 || got[0].Compile != "c_2" {
+		t.Fatalf("after queueing c_1: %+v %v", got, err)
 	}
 }

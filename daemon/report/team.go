@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/db"
@@ -45,7 +46,7 @@ func SessionTeamFacts(in SessionInput, s Session, prices *Prices, person, fallba
 	}
 	out := make([]db.TeamFact, 0, len(s.Requests))
 	for _, r := range s.Requests {
-		f := db.TeamFact{Key: TeamKeyPi(in.Session, r.EntryID), Person: person, Client: "pi", Day: day, Model: r.Model,
+		f := db.TeamFact{Key: TeamKeyPi(in.Session, r.EntryID), Person: person, Client: "pi", Day: day, Model: cut(r.Model, maxName),
 			Requests: 1, Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, CacheWrite1h: r.CacheWrite1h}
 		if d := dayOf(r.Timestamp); d != "" {
 			f.Day = d
@@ -90,11 +91,11 @@ func spendFact(f *db.TeamFact, sp Spend) {
 // priced by the table as HostsReport prices it. machine names the key:
 // compile ids are this machine's.
 func HostTeamFact(u db.AcceptUsage, prices *Prices, person, machine string) db.TeamFact {
-	f := db.TeamFact{Key: "host:" + machine + "/" + u.Compile, Person: person, Client: "sdk", Model: u.Model,
+	f := db.TeamFact{Key: db.TeamHostKey(machine, u.Compile), Person: person, Client: "sdk", Model: cut(u.Model, maxName),
 		Day: time.UnixMilli(u.AcceptedMs).UTC().Format(time.DateOnly), Requests: 1,
 		Input: val(u.Input), Output: val(u.Output), CacheRead: val(u.CacheRead), CacheWrite: val(u.CacheWrite), CacheWrite1h: val(u.CacheWrite1h)}
 	if client, _, ok := strings.Cut(u.Conversation, ":"); ok && client != "" {
-		f.Client = client
+		f.Client = cut(client, maxName)
 	}
 	in, out, cr, cw, cw1 := f.Input, f.Output, f.CacheRead, f.CacheWrite, f.CacheWrite1h
 	parts, ok := tableParts(&watcher.Usage{Input: &in, Output: &out, CacheRead: &cr, CacheWrite: &cw, CacheWrite1h: &cw1}, u.Model, prices)
@@ -104,4 +105,18 @@ func HostTeamFact(u db.AcceptUsage, prices *Prices, person, machine string) db.T
 	}
 	f.SpendInput, f.SpendOutput, f.SpendRead, f.SpendWrite = Micro(parts[0]), Micro(parts[1]), Micro(parts[2]), Micro(parts[3])
 	return f
+}
+
+// maxName is the longest model or client name a fact carries (the shared
+// tier refuses longer): a longer one is cut, at a character's boundary.
+const maxName = 256
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -2,7 +2,9 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/my-pi/bindery/db"
 )
@@ -59,5 +61,14 @@ func TestHostTeamFact(t *testing.T) {
 	u.Model = "no-such-model"
 	if g := HostTeamFact(u, DefaultPrices(), "bob", "box"); g.Unpriced != 1 || g.Spend() != 0 {
 		t.Errorf("unpriced: %+v", g)
+	}
+}
+
+func TestTeamFactNamesAreCut(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes
+	u := db.AcceptUsage{Compile: "c", Conversation: long + ":x", Model: long}
+	f := HostTeamFact(u, DefaultPrices(), "p", "m")
+	if len(f.Model) > maxName || len(f.Client) > maxName || !utf8.ValidString(f.Model) || !utf8.ValidString(f.Client) {
+		t.Errorf("model %d bytes, client %d bytes", len(f.Model), len(f.Client))
 	}
 }

@@ -97,7 +97,7 @@ func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (in
 	seen := make(map[string]bool, len(items))
 	for i := range items {
 		f := items[i].Fact
-		if err := checkFact(&f); err != nil {
+		if err := CheckTeamFact(f); err != nil {
 			return 0, err
 		}
 		if seen[f.Key] {
@@ -149,7 +149,9 @@ func (s *Store) PutTeamFacts(ctx context.Context, items []db.TeamOutboxItem) (in
 	return changed, err
 }
 
-func checkFact(f *db.TeamFact) error {
+// CheckTeamFact says why the tier would refuse f (a batch holding it is
+// refused whole), nil when it would not.
+func CheckTeamFact(f db.TeamFact) error {
 	if f.Key == "" || len(f.Key) > MaxTeamKey {
 		return fmt.Errorf("shared tier: a team fact's key is %d bytes, outside [1, %d]", len(f.Key), MaxTeamKey)
 	}

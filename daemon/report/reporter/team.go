@@ -60,7 +60,7 @@ func (r *Reporter) TeamScopes(ctx context.Context, known map[string]string, pers
 // HostTeamFacts is the team facts of up to limit host accepts not queued
 // yet (db.HostAcceptsUnqueued), priced by this report's table.
 func (r *Reporter) HostTeamFacts(ctx context.Context, person, machine string, limit int) ([]db.TeamFact, error) {
-	us, err := r.db.HostAcceptsUnqueued(ctx, limit)
+	us, err := r.db.HostAcceptsUnqueued(ctx, machine, limit)
 	if err != nil {
 		return nil, err
 	}
