@@ -209,3 +209,53 @@ func TestTeamReport(t *testing.T) {
 		t.Errorf("alone: %d %s", code, serr)
 	}
 }
+
+// TestTeamReportHosts: the replies bindery proxy accepted for a host
+// (Claude Code here) reach the team's report under their client, priced
+// as the local report prices them, an unpriced model counted as such.
+func TestTeamReportHosts(t *testing.T) {
+	dsn := pgtest.Database(t)
+	pe := newProxyE2EWith(t, func(e *e2e) {
+		e.env = append(e.env, "BINDERY_SHARED="+dsn, "BINDERY_MACHINE=gateway", "BINDERY_PERSON=ci", "BINDERY_TEAM_SCAN=200ms")
+		// the built-in table prices no Opus 5.5: a price file does
+		price := `{"claude-opus-5-5": {"input": 15, "output": 75, "cacheWrite": 18.75, "cacheRead": 1.5, "source": "test"}}`
+		if err := os.MkdirAll(e.state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.state, "prices.json"), []byte(price), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	pe.up.SetReply(toolLoop(1))
+	h := newAPIHost(t, pe.addr, "claude-opus-5-5")
+	h.header.Set("X-Claude-Code-Session-Id", "0b1d2e3f-4a5b-4c6d-8e7f-teamreport001")
+	h.cycle("fix the parser")
+	o := newAPIHost(t, pe.addr, "claude-haiku-4-5")
+	o.header.Set("X-Claude-Code-Session-Id", "unpriced-session")
+	o.user("hello")
+	o.turn()
+	var local api.Report
+	waitFor(t, "the local report's hosts", func() (bool, string) {
+		out, _, _ := pe.run("report", "--json")
+		local = api.Report{}
+		json.Unmarshal([]byte(out), &local)
+		return local.Hosts != nil && len(local.Hosts.Conversations) == 2, fmt.Sprint(local.Hosts)
+	})
+	replies := int64(local.Hosts.Usage.Entries)
+	var rep api.TeamReport
+	waitFor(t, "the team report", func() (bool, string) {
+		out, serr, _ := pe.run("report", "--shared", "--json")
+		rep = api.TeamReport{}
+		json.Unmarshal([]byte(out), &rep)
+		return rep.Total.Requests == replies, fmt.Sprintf("%d of %d requests %s", rep.Total.Requests, replies, serr)
+	})
+	if len(rep.Clients) != 1 || rep.Clients[0].Name != "claude-code" || len(rep.Machines) != 1 || rep.Machines[0].Name != "gateway" || rep.People[0].Name != "ci" {
+		t.Fatalf("clients %+v machines %+v people %+v", rep.Clients, rep.Machines, rep.People)
+	}
+	if rep.Total.Unpriced != 1 || rep.Total.Input != local.Hosts.Usage.Input || rep.Total.CacheRead != local.Hosts.Usage.Read {
+		t.Errorf("team %+v; local hosts %+v", rep.Total, local.Hosts.Usage)
+	}
+	if d := math.Abs(float64(rep.Total.Spend.Total)/1e6 - local.Hosts.Total); d > float64(4*replies)*0.5e-6 || rep.Total.Spend.Total == 0 {
+		t.Errorf("team spend %d micro-USD, local hosts $%.6f", rep.Total.Spend.Total, local.Hosts.Total)
+	}
+}
