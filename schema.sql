@@ -284,8 +284,15 @@ CREATE TABLE outbox (
 CREATE TABLE outbox_joined (
     joined_ms INTEGER NOT NULL
 );
+
+CREATE TABLE outbox_facts (
+    id         INTEGER PRIMARY KEY,  -- the shared tier's outbox of facts (migration 016, db/outbox_facts.go)
+    kind       TEXT    NOT NULL,     -- 'compile' | 'accept' | 'release'
+    ref        TEXT    NOT NULL,     -- compiles.id, or releases.id for a release
+    created_ms INTEGER NOT NULL
+);
 CREATE TABLE team_facts (
-    key   TEXT    PRIMARY KEY,  -- the team report's facts (migration 016, db/teamfacts.go)
+    key   TEXT    PRIMARY KEY,  -- the team report's facts (migration 017, db/teamfacts.go)
     scope TEXT    NOT NULL,     -- the session id, or 'host:'
     rev   INTEGER NOT NULL,     -- increases at every change; the tier keeps the highest
     fact  TEXT    NOT NULL      -- JSON (db.TeamFact)

@@ -27,6 +27,16 @@ type SharedHealth struct {
 	Name    string `json:"name"`    // the DSN without its password
 	Machine string `json:"machine"` // this machine's name in it
 	Outbox  int    `json:"outbox"`  // stamps waiting to be shipped
+	// OutboxLagMs is how long the oldest of them has waited (0: none).
+	OutboxLagMs int64 `json:"outboxLagMs"`
+	// ReadThroughs counts compiles that asked the tier for stamps this
+	// machine lacked since the daemon started; ReadThroughMisses those it
+	// did not answer within --shared-wait (their blocks were stripped);
+	// ReadThroughFound the stamps found; ReadThroughWaitMs the time waited.
+	ReadThroughs      int64 `json:"readThroughs"`
+	ReadThroughMisses int64 `json:"readThroughMisses"`
+	ReadThroughFound  int64 `json:"readThroughFound"`
+	ReadThroughWaitMs int64 `json:"readThroughWaitMs"`
 }
 
 // DatabaseHealth describes the SQLite file.

@@ -34,6 +34,14 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		return &api.AcceptAnswer{Accepted: true}, "", nil
 	}
 	convID, err := b.lookup(ctx, call.CompileID)
+	if err != nil && b.shared != nil && b.foreignID(call.CompileID) && api.IsCode(err, api.CodeUnknownCompile) {
+		// made on another machine of the shared tier: read from there
+		// (shared_facts.go)
+		var ans *api.AcceptAnswer
+		if convID, ans, err = b.acceptForeign(ctx, call.CompileID); err != nil || ans != nil {
+			return ans, convID, err
+		}
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -152,6 +160,13 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 		if err := tx.MarkAccepted(ctx, rec.ID, rec.LastRead, now, len(stamped), len(released)); err != nil {
 			return err
 		}
+		// for the shared tier, in this same transaction (no-ops alone)
+		if err := tx.QueueAccept(ctx, rec.ID, now); err != nil {
+			return err
+		}
+		if err := tx.QueueReleases(ctx, released, now); err != nil {
+			return err
+		}
 		if usage, ok := replyUsage(call.Usage, call.Reply); ok && c.row.SessionFile == "" {
 			// A pi session's usage is read from its file; a host without
 			// one (bindery proxy) has only what its accepts carry.
@@ -188,6 +203,12 @@ func (b *Binder) accept(ctx context.Context, call *api.AcceptCall) (*api.AcceptA
 	})
 	if err != nil {
 		return nil, convID, err
+	}
+	// Decided in the tier before the answer (shared_facts.go).
+	b.pushReleases(ctx, c.id, released)
+	b.pushStamps(ctx, c.id, stamped)
+	if b.shared != nil {
+		b.shared.poke()
 	}
 	// mirror what was committed
 	c.markAccepted(e, len(stamped), len(released), rec)

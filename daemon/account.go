@@ -31,21 +31,40 @@ func (b *Binder) AccountSalt(ctx context.Context) ([]byte, error) {
 // account from now on (the first alias of a fingerprint stays), for the
 // stamps it minted before too.
 func (b *Binder) AccountAlias(ctx context.Context, a api.AccountAlias) (*api.AccountAliasAnswer, error) {
-	added, cur, err := b.db.PutAccountAlias(ctx, a.Fingerprint, a.Account, time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	added, cur, err := b.putAlias(ctx, a.Fingerprint, a.Account, now)
 	if errors.Is(err, db.ErrTooManyAliases) {
 		return nil, api.Errorf(api.CodeConflict, "account alias: %v", db.ErrTooManyAliases)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if added {
+		b.pushAlias(ctx, a.Fingerprint, cur, now) // account_team.go
+	}
+	return &api.AccountAliasAnswer{Added: added, Account: cur}, nil
+}
+
+// recordAlias records an alias another machine learned.
+func (b *Binder) recordAlias(ctx context.Context, fingerprint, account string, nowMs int64) error {
+	_, _, err := b.putAlias(ctx, fingerprint, account, nowMs)
+	return err
+}
+
+// putAlias stores an alias and keeps the cached aliases current.
+func (b *Binder) putAlias(ctx context.Context, fingerprint, account string, nowMs int64) (bool, string, error) {
+	added, cur, err := b.db.PutAccountAlias(ctx, fingerprint, account, nowMs)
+	if err != nil {
+		return false, "", err
+	}
 	b.aliasMu.Lock()
 	defer b.aliasMu.Unlock()
 	if m := b.aliases.Load(); m != nil {
 		next := maps.Clone(*m)
-		next[a.Fingerprint] = cur
+		next[fingerprint] = cur
 		b.aliases.Store(&next)
 	}
-	return &api.AccountAliasAnswer{Added: added, Account: cur}, nil
+	return added, cur, nil
 }
 
 // accountAliases is every alias, read once from the store and then kept

@@ -55,6 +55,11 @@ type Binder struct {
 	// readThrough asks the shared tier for stamps this machine has none
 	// of (read_through.go); nil: this machine alone.
 	readThrough *readThrough
+	// shared orders releases, compiles and accepts across machines
+	// (shared_facts.go); nil: this machine alone.
+	shared *sharedFacts
+	// tag is this machine's tag in the compile ids it mints (compileid.go).
+	tag string
 	// stamped, when set, is told after an accept recorded stamps (the
 	// shared tier's shipper: shipper.poke).
 	stamped func()
@@ -85,6 +90,9 @@ type BinderConfig struct {
 	// MaxBody bounds the whole request a compile by reference rebuilds, as
 	// --max-body bounds one sent whole (0: api.DefaultMaxBody).
 	MaxBody int64
+	// Machine names this machine: the ids it mints carry its tag
+	// (compileid.go), so they mean one compile across a shared tier.
+	Machine string
 }
 
 // NewBinder returns a Binder writing through j.
@@ -102,7 +110,7 @@ func NewBinder(j *Journal, cfg BinderConfig) *Binder {
 		cfg.MaxBody = api.DefaultMaxBody
 	}
 	return &Binder{j: j, db: j.DB, models: cfg.Models, keep: cfg.Compiles.Normalized(), follow: cfg.Follow, log: cfg.Logger, maxMessages: cfg.MaxMessages, maxBody: int(cfg.MaxBody),
-		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}}
+		convs: map[string]*conv{}, byID: map[string]string{}, trees: &treeCache{}, tag: machineTag(cfg.Machine)}
 }
 
 // maxConversations bounds the conversations kept in memory; the state of

@@ -551,7 +551,7 @@ func TestBinderAcceptedRetention(t *testing.T) {
 	}
 	// an id this database never made (its seq is beyond the last) is
 	// unknown, not forgotten; so is one without a seq
-	for _, id := range []string{newCompileID(idReal, 1<<40), "c_abcdefghijklmnop"} {
+	for _, id := range []string{newCompileID(idReal, 1<<40, ""), "c_abcdefghijklmnop"} {
 		if _, err := e.b.Accept(t.Context(), &api.AcceptCall{CompileID: id}); !api.IsCode(err, api.CodeUnknownCompile) {
 			t.Fatalf("accept of %s, never made here: %v, want unknown_compile", id, err)
 		}

@@ -22,12 +22,15 @@ func (d *daemon) wireBinding(s *api.Server) *Journal {
 		MaxBody:     d.cfg.MaxBody,
 		Compiles:    binding.Retention{Tombstones: d.cfg.AcceptedWindow},
 		Logger:      d.log.With("component", "binding"),
+		Machine:     d.cfg.Machine,
 		Follow:      func(_ context.Context, path string) error { return d.watch.Follow(path) },
 	})
 	b.trees = &d.trees // GET /v1/sessions/{id} and the conversation's branches read the same trees
 	if d.shared != nil {
 		b.readThrough = &readThrough{store: d.shared, wait: d.cfg.SharedWait, log: d.log.With("component", "shared")}
 		b.stamped = d.ship.poke
+		b.shared = &sharedFacts{store: d.shared, wait: d.cfg.SharedWait, log: d.log.With("component", "shared"), poke: d.ship.poke}
+		d.ship.learn = b.learnAliases
 	}
 	d.binder = b
 	d.ingest.journal = j

@@ -51,7 +51,7 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 		if req.NotMessages != "" {
 			b.log.Debug("compile: another API's body passed through", "conversation", call.Conversation, "why", req.NotMessages)
 		}
-		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound, 0), Strips: []api.Strip{},
+		ans := &api.CompileAnswer{CompilePlan: api.CompilePlan{CompileID: newCompileID(idUnbound, 0, b.tag), Strips: []api.Strip{},
 			DroppedMessages: []string{}, Cache: api.CacheChange{Cause: binding.CauseNone}, NotMessages: req.NotMessages}}
 		if call.Return != api.ReturnPlan {
 			ans.Request = call.Request
@@ -63,9 +63,9 @@ func (b *Binder) Compile(ctx context.Context, call *api.CompileCall) (*api.Compi
 	if err != nil {
 		return nil, fmt.Errorf("compile of conversation %q: %w", call.Conversation, err)
 	}
-	id := newCompileID(idReal, seq)
+	id := newCompileID(idReal, seq, b.tag)
 	if call.DryRun {
-		id = newCompileID(idDryRun, seq)
+		id = newCompileID(idDryRun, seq, b.tag)
 	}
 
 	compiled, err := func() (*binding.Compiled, error) {
@@ -233,6 +233,10 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		if chunks, err = tx.InsertCompile(ctx, rec, now, src); err != nil {
 			return err
 		}
+		// an accept may reach another machine: it finds the record there
+		if err := tx.QueueCompile(ctx, rec.ID, now); err != nil {
+			return err
+		}
 		if err := tx.ForgetCompiles(ctx, plan.DropRecords, plan.Forget); err != nil {
 			return err
 		}
@@ -291,6 +295,9 @@ func (b *Binder) persistCompile(ctx context.Context, c *conv, call *api.CompileC
 		c.branches[newBranch.Branch] = newBranch
 	}
 	c.addCompile(rec.ID, &compileEntry{seq: rec.Seq, branch: rec.Branch, rec: rec, chunks: chunks})
+	if b.shared != nil {
+		b.shared.poke()
+	}
 	c.cacheStamps(stampRows)
 	c.applyRetention(plan)
 	return nil

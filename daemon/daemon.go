@@ -129,6 +129,9 @@ func (d *daemon) run(ctx context.Context) (err error) {
 		if err := d.store.EnableOutbox(ctx, time.Now().UnixMilli()); err != nil {
 			return err
 		}
+		if err := d.joinAccounts(ctx); err != nil {
+			return err
+		}
 		ship = &shipper{wake: make(chan struct{}, 1), store: d.store, shared: d.shared, log: d.log.With("component", "shared")}
 		d.ship = ship
 		d.log.Info("joined a shared tier", "shared", d.shared.Name(), "machine", cfg.Machine)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db/pgtest"
 	"github.com/my-pi/bindery/watcher/pisessiontest"
 )
 
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // the shared tier's tests start a cluster
 	removeArchives()
 	os.Exit(code)
 }

@@ -88,8 +88,20 @@ func (b *Binder) gather(ctx context.Context, c *conv, call *api.CompileCall, req
 	if f.stamps, err = b.stamps(ctx, c, keys); err != nil {
 		return nil, err
 	}
+	safe := true
+	if b.shared != nil && len(keys) > 0 {
+		// the tier's releases first: one another machine made is seen
+		// before this compile decides (shared_facts.go); a request with
+		// no thinking block has nothing a release could strip
+		if safe, err = b.syncReleases(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if f.released, err = b.released(ctx, c, f, call, req.Model, keys); err != nil {
 		return nil, err
+	}
+	if !safe {
+		f.released = stripAll(f.released, keys)
 	}
 	for e := range c.recorded {
 		if !f.path.onBranch(call.Branch, e.branch) {
@@ -135,7 +147,10 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 			out[i] = last[i]
 		} else if st, ok := c.stamps[k]; ok {
 			out[i] = st
-		} else if !c.absent.has(k) {
+		} else if !c.absent.has(k) || b.readThrough != nil {
+			// Joined to a shared tier, a key without a stamp here may have
+			// one there by now (another machine's reply): absence here says
+			// nothing of there, so it is asked again.
 			need, at = append(need, k), append(at, i)
 		}
 	}
@@ -148,7 +163,7 @@ func (b *Binder) stamps(ctx context.Context, c *conv, keys []binding.Digest) ([]
 		return nil, fmt.Errorf("stamps: %w", err)
 	}
 	if b.readThrough != nil && len(rows) < len(need) {
-		if err := b.readThrough.fill(ctx, b.j, c.id, need, rows); err != nil {
+		if err := b.readThrough.fill(ctx, b.j, c.id, need, keys[len(keys)-1], rows); err != nil {
 			return nil, err
 		}
 	}

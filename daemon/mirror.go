@@ -21,6 +21,8 @@ type conv struct {
 	compiles map[string]*compileEntry
 	releases []db.ReleaseRow
 	followed bool
+	// tier is what it knows of the shared tier's releases (shared_facts.go).
+	tier tierState
 	// stamps caches the stamps this conversation's compiles found: a stamp
 	// never changes once recorded (the first one of a key stands), so only
 	// the keys not found yet are read again (stampsCached bounds it).

@@ -51,7 +51,12 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 			return &api.ReleaseAnswer{}, nil
 		}
 		var err error
-		if convID, err = b.lookup(ctx, call.CompileID); err != nil {
+		convID, err = b.lookup(ctx, call.CompileID)
+		if err != nil && b.shared != nil && b.foreignID(call.CompileID) && api.IsCode(err, api.CodeUnknownCompile) {
+			// a 400 reported here for a request another machine compiled
+			convID, err = b.lookupForeign(ctx, call.CompileID)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if convID != call.Conversation {
@@ -111,6 +116,9 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 		if added, err = tx.InsertReleases(ctx, rows); err != nil {
 			return err
 		}
+		if err := tx.QueueReleases(ctx, added, now); err != nil {
+			return err
+		}
 		if refused != nil {
 			if err := tx.UpdateRecord(ctx, refused); err != nil {
 				return err
@@ -124,6 +132,7 @@ func (b *Binder) release(ctx context.Context, call *api.ReleaseCall) (*api.Relea
 	if err != nil {
 		return nil, err
 	}
+	b.pushReleases(ctx, c.id, added) // decided in the tier before the answer
 	c.releases = append(c.releases, added...)
 	if refused != nil {
 		// stored again whole (db.UpdateRecord): it names no chunks now

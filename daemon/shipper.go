@@ -38,7 +38,11 @@ type shipper struct {
 	shared *sharedtier.Store
 	log    *slog.Logger
 	ready  bool // the shared schema is migrated
-	failed bool // the last attempt failed (said once until one works)
+	// learn records aliases other machines learned; aliasAfter is the
+	// tier's last alias id pulled (account_team.go)
+	learn      func(context.Context, []sharedtier.Alias) error
+	aliasAfter int64
+	failed     bool // the last attempt failed (said once until one works)
 	// team, when set, queues and ships the team report's facts (team.go).
 	team *teamFacts
 }
@@ -65,6 +69,9 @@ func (s *shipper) run(ctx context.Context) error {
 		}
 		actx, cancel := context.WithTimeout(ctx, shipAttempt)
 		err := s.shipAll(actx)
+		if err == nil {
+			err = s.pullAliases(actx) // account_team.go
+		}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -93,13 +100,20 @@ func (s *shipper) shipAll(ctx context.Context) error {
 		}
 		s.ready = true
 	}
-	if err := s.shipTeam(ctx); err != nil {
-		return err
-	}
 	for {
 		items, err := s.store.Outbox(ctx, shipBatch)
-		if err != nil || len(items) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(items) == 0 {
+			// then compiles, releases and accepts (shipper_facts.go):
+			// after the stamps, so a compile's accept never arrives before
+			// the stamps it recorded; the team report's facts last
+			// (team.go): nothing waits on them
+			if err := s.shipFacts(ctx); err != nil {
+				return err
+			}
+			return s.shipTeam(ctx)
 		}
 		rows := make([]db.StampRow, len(items))
 		for i, it := range items {
@@ -134,6 +148,7 @@ func (s *shipper) drain() {
 	}
 	if err := s.shipAll(ctx); err != nil {
 		n, _ := s.store.OutboxLen(context.Background())
-		s.log.Warn("outbox not shipped whole at exit; the next start ships it", "shared", s.shared.Name(), "left", n, "err", err)
+		f, _ := s.store.OutboxFactsLen(context.Background())
+		s.log.Warn("outbox not shipped whole at exit; the next start ships it", "shared", s.shared.Name(), "left", n, "facts", f, "err", err)
 	}
 }

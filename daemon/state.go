@@ -164,7 +164,19 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 		if err != nil {
 			return api.Health{}, err
 		}
+		oldest, err := d.store.OutboxOldest(ctx)
+		if err != nil {
+			return api.Health{}, err
+		}
 		h.Shared = &api.SharedHealth{Name: d.shared.Name(), Machine: d.shared.Machine(), Outbox: n}
+		if oldest > 0 {
+			h.Shared.OutboxLagMs = max(0, time.Now().UnixMilli()-oldest)
+		}
+		if d.binder != nil && d.binder.readThrough != nil {
+			rt := d.binder.readThrough
+			s := h.Shared
+			s.ReadThroughs, s.ReadThroughMisses, s.ReadThroughFound, s.ReadThroughWaitMs = rt.tally.health()
+		}
 	}
 	ws := d.watch.Status()
 	h.Watcher.LastRescan = ws.LastRescan.UTC()

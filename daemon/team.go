@@ -157,7 +157,7 @@ func (t teamSource) TeamReport(ctx context.Context, q api.TeamQuery) (api.TeamRe
 	}
 	ctx, cancel := context.WithTimeout(ctx, teamReadTimeout)
 	defer cancel()
-	if err := t.shared.Migrate(ctx); err != nil {
+	if err := t.shared.Ready(ctx); err != nil {
 		return api.TeamReport{}, api.Errorf(api.CodeUnavailable, "the shared tier: %v", err)
 	}
 	lines, err := t.shared.TeamReport(ctx, q.Since, q.Until)

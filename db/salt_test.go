@@ -130,3 +130,48 @@ func TestAccountAliasesBound(t *testing.T) {
 		t.Fatalf("%d aliases, %v", len(m), err)
 	}
 }
+
+// Adopting a team's salt replaces the store's, forgets every stamp's
+// account and every alias (fingerprints under the old salt mean nothing
+// under the new), keeps the stamps themselves, and is a no-op the second
+// time.
+func TestAdoptAccountSalt(t *testing.T) {
+	d := mustOpen(t)
+	own, err := d.AccountSalt(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := binding.Stamp{Key: binding.SignatureKey("s"), Model: "claude-sonnet-5-5", Account: "0123456789abcdef0123456789abcdef"}
+	if err := d.Write(t.Context(), func(ctx context.Context, tx *Tx) error {
+		_, err := tx.InsertStamps(ctx, []StampRow{{Stamp: st, Source: "accept", Conversation: "c", Branch: "b", CreatedMs: 1}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.PutAccountAlias(t.Context(), "fp-key", "fp-org", 1); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := d.AdoptAccountSalt(t.Context(), own); err != nil || changed {
+		t.Fatalf("adopting its own salt: changed %v, %v", changed, err)
+	}
+	team := bytes.Repeat([]byte{7}, AccountSaltSize)
+	if changed, err := d.AdoptAccountSalt(t.Context(), team); err != nil || !changed {
+		t.Fatalf("adopting the team's: changed %v, %v", changed, err)
+	}
+	if got, err := d.AccountSalt(t.Context()); err != nil || !bytes.Equal(got, team) {
+		t.Fatalf("salt after adopting: %x %v", got, err)
+	}
+	rows, err := d.Stamps(t.Context(), []binding.Digest{st.Key})
+	if err != nil || len(rows) != 1 || rows[st.Key].Account != "" || rows[st.Key].Model != st.Model {
+		t.Fatalf("the stamp after adopting: %+v %v", rows, err)
+	}
+	if al, err := d.AccountAliases(t.Context()); err != nil || len(al) != 0 {
+		t.Fatalf("aliases after adopting: %v %v", al, err)
+	}
+	if changed, err := d.AdoptAccountSalt(t.Context(), team); err != nil || changed {
+		t.Fatalf("adopting it again: changed %v, %v", changed, err)
+	}
+	if _, err := d.AdoptAccountSalt(t.Context(), []byte{1}); err == nil {
+		t.Fatal("a 1-byte salt adopted")
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The team report's facts (issue 29, migration 016): one TeamFact per
+// The team report's facts (issue 29, migration 017): one TeamFact per
 // request the report counts, queued for the shared tier in the same
 // transaction that records it here, so a fact is never recorded without
 // being queued. A fact is not immutable: a session's branch moves and its

@@ -36,6 +36,18 @@ type base struct {
 	ends      []int  // each message's end in region; the first starts at 0
 	marks     []mark // ascending by msg
 	used      uint64
+	sent      sentAs // what the request was sent as (speculate.go)
+}
+
+// sentAs is what a compiled request went upstream as: the client's whole
+// body and the byte ranges its plan cut out of it (ascending). The next
+// turn of the history sends ahead of its compile what these predict.
+type sentAs struct {
+	body []byte
+	cuts []span
+	// own: body is not the buffer region was cut from (the daemon was
+	// shown string content as text blocks), so it counts apart.
+	own bool
 }
 
 // mark is the SHA-256 state of a base's region up to message msg's end.
@@ -54,7 +66,10 @@ func (bs *base) held() int {
 	for _, m := range bs.marks {
 		n += len(m.state) + 8
 	}
-	return n
+	if bs.sent.own {
+		n += len(bs.sent.body)
+	}
+	return n + 16*len(bs.sent.cuts)
 }
 
 // bases holds each history's base, and its accept in flight.
@@ -96,6 +111,11 @@ func (b *bases) get(key string) *base {
 // shares only some of them (a retry, the same request again, an edit)
 // still hashes only from the last mark they share.
 func (b *bases) put(key, compileID string, body []byte, els []span, from *base) {
+	b.putSent(key, compileID, body, els, from, sentAs{})
+}
+
+// putSent is put with what the request was sent as.
+func (b *bases) putSent(key, compileID string, body []byte, els []span, from *base, sent sentAs) {
 	if len(els) == 0 {
 		b.drop(key)
 		return
@@ -117,7 +137,7 @@ func (b *bases) put(key, compileID string, body []byte, els []span, from *base) 
 	}
 	// Hashing is done outside the lock; a base is never written once put,
 	// so reading its marks here is safe.
-	nb := &base{compileID: compileID, region: region, ends: ends}
+	nb := &base{compileID: compileID, region: region, ends: ends, sent: sent}
 	nb.marks = marksFor(region, ends, old, shared)
 	b.mu.Lock()
 	defer b.mu.Unlock()

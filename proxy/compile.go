@@ -80,7 +80,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	p.metrics.compile.Observe(time.Since(began).Seconds())
 	p.health.up()
-	sent, err := applyPlanAt(body, arr, els, ans.Strips, ans.DroppedMessages)
+	cuts, err := planCuts(body, arr, els, ans.Strips, ans.DroppedMessages)
 	if err != nil {
 		// A plan that does not fit the body is the daemon's fault: send the
 		// client's request as it was.
@@ -91,7 +91,8 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	if !dry {
 		if ans.Bound && ans.CompileID != "" {
-			p.bases.put(key, ans.CompileID, shown, shownEls, from)
+			own := len(shown) != len(body) || &shown[0] != &body[0]
+			p.bases.putSent(key, ans.CompileID, shown, shownEls, from, sentAs{body: body, cuts: cuts, own: own})
 		} else {
 			p.bases.drop(key)
 		}
@@ -103,7 +104,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	if len(ans.Strips) > 0 {
 		p.log.Info("proxy: thinking stripped", "conversation", id.conversation, "branch", id.branch, "compile", ans.CompileID, "stripped", ans.ThinkingStripped, "kept", ans.ThinkingKept)
 	}
-	return &compiled{id: id, ans: ans, sent: sent, dry: dry}, nil
+	return &compiled{id: id, ans: ans, sent: splice(body, cuts), dry: dry}, nil
 }
 
 // compileFailed decides what a failed compile means: the daemon down or

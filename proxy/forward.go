@@ -44,6 +44,7 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	}
 	ctx := r.Context()
 	var c *compiled
+	var ahead *speculation
 	arr, els, err := messageSpans(body)
 	if err != nil {
 		if !jsonscan.Valid(body) {
@@ -55,8 +56,14 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	} else {
 		id := identify(r.Header, body, els)
 		id.account = p.account(ctx, r.Header, body)
+		if !count {
+			ahead = p.speculate(ctx, r, baseKey(id), body)
+		}
 		c, err = p.compile(ctx, id, body, els, arr, count)
 		if err != nil {
+			if ahead != nil {
+				ahead.abandon()
+			}
 			return // the client went away
 		}
 	}
@@ -64,7 +71,15 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	if c != nil {
 		send = c.sent
 	}
-	resp, err := p.send(ctx, r, send)
+	var resp *http.Response
+	sentAhead := false
+	if ahead != nil {
+		resp, err, sentAhead = ahead.finish(send)
+		p.metrics.ahead.WithLabelValues(map[bool]string{true: "completed", false: "abandoned"}[sentAhead]).Inc()
+	}
+	if !sentAhead {
+		resp, err = p.send(ctx, r, send)
+	}
 	if err != nil {
 		p.upstreamFailed(w, ctx, err)
 		return
@@ -111,16 +126,27 @@ func (p *Proxy) readBody(r *http.Request) ([]byte, *apiError) {
 // send forwards the request upstream with the client's headers (its
 // credentials among them, untouched) and the given body.
 func (p *Proxy) send(ctx context.Context, r *http.Request, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	length := r.ContentLength
+	if body != nil {
+		rd, length = bytes.NewReader(body), int64(len(body))
+	} else if r.Body != nil {
+		rd = r.Body
+	}
+	out, err := p.upstreamRequest(ctx, r, rd, length)
+	if err != nil {
+		return nil, err
+	}
+	return p.hc.Do(out)
+}
+
+// upstreamRequest is the client's request addressed upstream, with its
+// headers but the connection's own, and the given body of the given length.
+func (p *Proxy) upstreamRequest(ctx context.Context, r *http.Request, rd io.Reader, length int64) (*http.Request, error) {
 	u := *p.upstream
 	u.Path = p.upstream.Path + r.URL.Path
 	u.RawPath = ""
 	u.RawQuery = r.URL.RawQuery
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	} else if r.Body != nil {
-		rd = r.Body
-	}
 	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), rd)
 	if err != nil {
 		return nil, err
@@ -136,12 +162,8 @@ func (p *Proxy) send(ctx context.Context, r *http.Request, body []byte) (*http.R
 	}
 	out.Header.Del("Accept-Encoding")
 	out.Header.Del("Content-Length")
-	if body != nil {
-		out.ContentLength = int64(len(body))
-	} else {
-		out.ContentLength = r.ContentLength
-	}
-	return p.hc.Do(out)
+	out.ContentLength = length
+	return out, nil
 }
 
 // upstreamFailed answers a request the upstream never answered.

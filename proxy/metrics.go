@@ -29,6 +29,7 @@ type metrics struct {
 	accepts   *prometheus.CounterVec // outcome
 	inFlight  prometheus.Gauge
 	overloads prometheus.Counter
+	ahead     *prometheus.CounterVec // outcome
 }
 
 func newMetrics() *metrics {
@@ -56,7 +57,9 @@ func newMetrics() *metrics {
 		Help: "Messages requests in flight (bounded by --max-streams)."})
 	m.overloads = prometheus.NewCounter(prometheus.CounterOpts{Name: "bindery_proxy_overloaded_total",
 		Help: "Requests answered 529 because --max-streams were in flight."})
-	m.reg.MustRegister(m.requests, m.ttfb, m.compile, m.failOpen, m.stripped, m.kept, m.retries, m.accepts, m.inFlight, m.overloads)
+	m.ahead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bindery_proxy_sent_ahead_total",
+		Help: "Requests whose body was sent upstream ahead of its compile (speculate.go), by outcome (completed; abandoned short of its length and sent again whole)."}, []string{"outcome"})
+	m.reg.MustRegister(m.requests, m.ttfb, m.compile, m.failOpen, m.stripped, m.kept, m.retries, m.accepts, m.inFlight, m.overloads, m.ahead)
 	return m
 }
 

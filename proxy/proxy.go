@@ -128,6 +128,11 @@ func New(cfg Config) (*Proxy, error) {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: cfg.UpstreamTimeout,
+			// A stream's events come in chunks of a few KB; with the
+			// default 4 KB read buffer each read returned at most one, and
+			// each became its own write and flush to the client. With room
+			// for many, one read takes all that has arrived.
+			ReadBufferSize: 64 << 10,
 		}
 	}
 	p := &Proxy{
@@ -140,6 +145,7 @@ func New(cfg Config) (*Proxy, error) {
 		metrics: newMetrics(),
 	}
 	p.health = &health{p: p}
+	p.metrics.reg.MustRegister(newDaemonMetrics(p))
 	return p, nil
 }
 

@@ -140,8 +140,19 @@ func applyPlan(body []byte, strips []api.Strip, dropped []string) ([]byte, error
 // elements' already found (messageSpans): the request is not scanned
 // again, which on a 1 MB history was most of a plan's cost.
 func applyPlanAt(body []byte, arr span, msgs []span, strips []api.Strip, dropped []string) ([]byte, error) {
+	cuts, err := planCuts(body, arr, msgs, strips, dropped)
+	if err != nil {
+		return nil, err
+	}
+	return splice(body, cuts), nil
+}
+
+// planCuts are the byte ranges of body a plan takes out, ascending (what
+// applyPlanAt splices out; a base keeps them, so the next turn's bytes can
+// be sent ahead of its compile: speculate.go).
+func planCuts(body []byte, arr span, msgs []span, strips []api.Strip, dropped []string) ([]span, error) {
 	if len(strips) == 0 && len(dropped) == 0 {
-		return body, nil
+		return nil, nil
 	}
 	dropMsg := make(map[int]bool, len(dropped))
 	for _, p := range dropped {
@@ -191,7 +202,8 @@ func applyPlanAt(body []byte, arr span, msgs []span, strips []api.Strip, dropped
 		}
 		cuts = append(cuts, removals(body, content, els, rm)...)
 	}
-	return splice(body, cuts), nil
+	slices.SortFunc(cuts, func(x, y span) int { return x.start - y.start })
+	return cuts, nil
 }
 
 // removals are the byte ranges that take the elements in rm out of the

@@ -94,7 +94,7 @@ func (p *Proxy) stream(ctx context.Context, w http.ResponseWriter, body io.ReadC
 	if rp != nil {
 		ev.on = rp.event
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 64<<10)
 	var stalled atomic.Bool
 	idle := time.AfterFunc(p.cfg.IdleTimeout, func() {
 		stalled.Store(true)

@@ -83,7 +83,14 @@ func status(args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, [2]string{"last ingest", h.Watcher.LastIngest.Local().Format(time.DateTime)})
 	}
 	if sh := h.Shared; sh != nil {
-		rows = append(rows, [2]string{"shared", fmt.Sprintf("%s as %s, %s to ship", sh.Name, sh.Machine, plural(sh.Outbox, "stamp", "stamps"))})
+		ship := plural(sh.Outbox, "stamp", "stamps") + " to ship"
+		if sh.OutboxLagMs > 0 {
+			ship += fmt.Sprintf(" (oldest %s)", (time.Duration(sh.OutboxLagMs) * time.Millisecond).Round(time.Second))
+		}
+		rows = append(rows, [2]string{"shared", fmt.Sprintf("%s as %s, %s", sh.Name, sh.Machine, ship)})
+		rows = append(rows, [2]string{"read-through", fmt.Sprintf("%s, %s found, %d missed, %s waited",
+			plural(int(sh.ReadThroughs), "compile", "compiles"), plural(int(sh.ReadThroughFound), "stamp", "stamps"),
+			sh.ReadThroughMisses, (time.Duration(sh.ReadThroughWaitMs) * time.Millisecond).Round(time.Millisecond))})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])

@@ -116,11 +116,15 @@ func TestProxyMetrics(t *testing.T) {
 		`bindery_proxy_thinking_kept_total`:                                float64(arrived),
 		`bindery_proxy_accepts_total{outcome="ok"}`:                        turns,
 		`bindery_proxy_requests_in_flight`:                                 0,
+		`bindery_daemon_up`:                                                1,
 	}
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
+	}
+	if strings.Contains(text, "bindery_shared_") {
+		t.Errorf("a machine alone has shared-tier series:\n%s", text)
 	}
 	for _, secret := range []string{testAPIKey, "metricsprobe", "fix the parser", "claude-opus-5-5"} {
 		if strings.Contains(text, secret) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -159,6 +160,11 @@ func TestSharedTierSecondMachine(t *testing.T) {
 	out, _ := exec1(t, laptop, "status")
 	if !strings.Contains(out, "shared") || !strings.Contains(out, "as laptop") {
 		t.Errorf("status does not show the shared tier:\n%s", out)
+	}
+	// The laptop's one read-through, at turn 8, found the devbox's four
+	// replies' stamps (turns 4 to 7).
+	if !regexp.MustCompile(`read-through +1 compile, 4 stamps found, 0 missed, \d+ms waited`).MatchString(out) {
+		t.Errorf("status does not show the laptop's read-through:\n%s", out)
 	}
 	for _, d := range []*bindDaemon{laptop, devbox} {
 		filepath.Walk(d.dir, func(p string, fi os.FileInfo, err error) error {

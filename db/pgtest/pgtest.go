@@ -44,11 +44,37 @@ var (
 // Main runs the package's tests, then stops the cluster if one started:
 // call it from TestMain.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain with more to do before it exits: it runs the
+// tests, stops the cluster if one started, and returns the exit code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
 	}
-	os.Exit(code)
+	return code
+}
+
+// AdvisoryWaiters is how many sessions of dsn's database wait for an
+// advisory lock now: a test that must know a reader is blocked behind a
+// writer's lock (not guess it with a sleep) polls it.
+func AdvisoryWaiters(t testing.TB, dsn string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("PostgreSQL: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+		WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()`).Scan(&n); err != nil {
+		t.Fatalf("PostgreSQL: pg_locks: %v", err)
+	}
+	return n
 }
 
 // Database makes a fresh database on the test binary's cluster (started

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,7 +44,19 @@ type Store struct {
 	machine string
 	dsn     string // redacted, for messages
 	secret  string // the DSN's password, cut out of every error
+	ready   atomic.Bool
+	saltID  atomic.Pointer[string] // SetSaltID (accounts.go)
+
+	// beforeReleaseCommit, when set (tests, SetBeforeReleaseCommit), runs
+	// inside PutReleases' transaction after its inserts, before the commit:
+	// a test holds a release in flight there.
+	beforeReleaseCommit func()
 }
+
+// SetBeforeReleaseCommit sets a function PutReleases runs inside its
+// transaction, its rows inserted and its locks held, just before it
+// commits. For tests that must order a release against a read; nil clears.
+func (s *Store) SetBeforeReleaseCommit(fn func()) { s.beforeReleaseCommit = fn }
 
 // Open makes the store's pool; it connects lazily, so a server that is
 // down at start is not an error (the machine works alone until it is
@@ -113,6 +126,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 	})
 }
 
+// Ready brings the schema to this build's once per Store (a success is
+// remembered): each path that reads or writes the tier calls it first, so
+// the first compile or accept after joining never meets a table that is
+// not there yet (the shipper's first attempt may come later).
+func (s *Store) Ready(ctx context.Context) error {
+	if s.ready.Load() {
+		return nil
+	}
+	if err := s.Migrate(ctx); err != nil {
+		return err
+	}
+	s.ready.Store(true)
+	return nil
+}
+
 type step struct {
 	version int
 	name    string
@@ -171,9 +199,13 @@ func (s *Store) PutStamps(ctx context.Context, rows []db.StampRow) (int, error) 
 			if r.Compile != "" {
 				compile = r.Compile
 			}
-			b.Queue(`INSERT INTO stamps (key, seed, chain, pred, model, account, source, conversation, branch, compile, machine, created_ms)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (key) DO NOTHING`,
-				r.Key[:], r.Seed[:], r.Chain[:], pred, r.Model, account, r.Source, r.Conversation, r.Branch, compile, s.machine, r.CreatedMs)
+			var saltID any
+			if account != nil && s.salt() != "" {
+				saltID = s.salt()
+			}
+			b.Queue(`INSERT INTO stamps (key, seed, chain, pred, model, account, source, conversation, branch, compile, machine, created_ms, salt_id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) DO NOTHING`,
+				r.Key[:], r.Seed[:], r.Chain[:], pred, r.Model, account, r.Source, r.Conversation, r.Branch, compile, s.machine, r.CreatedMs, saltID)
 		}
 		res := tx.SendBatch(ctx, b)
 		for range rows {
@@ -189,11 +221,11 @@ func (s *Store) PutStamps(ctx context.Context, rows []db.StampRow) (int, error) 
 	return added, err
 }
 
-// Stamps reads the stamps of keys the shared tier holds. A stamp another
-// machine shipped comes without its account: fingerprints are salted per
-// machine (the salt is not shared yet), so another machine's could only be
-// compared wrongly; without one the block is not compared (the provider
-// itself drops a block of another account).
+// Stamps reads the stamps of keys the shared tier holds. A stamp comes
+// with its account only when it was shipped under this machine's salt
+// (SetSaltID: the team's, once adopted): a fingerprint under another salt
+// could only be compared wrongly; without one the block is not compared
+// (the provider itself drops a block of another account).
 func (s *Store) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.Digest]db.StampRow, error) {
 	if len(keys) > MaxKeys {
 		return nil, fmt.Errorf("shared tier: %d keys in one read, over its bound of %d", len(keys), MaxKeys)
@@ -204,8 +236,8 @@ func (s *Store) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.
 	}
 	out := map[binding.Digest]db.StampRow{}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT key, seed, chain, pred, model, CASE WHEN machine = $2 THEN account END, source, conversation, branch, compile, created_ms
-			FROM stamps WHERE key = ANY($1)`, raw, s.machine)
+		rows, err := tx.Query(ctx, `SELECT key, seed, chain, pred, model, CASE WHEN salt_id = $2 THEN account END, source, conversation, branch, compile, created_ms
+			FROM stamps WHERE key = ANY($1)`, raw, s.salt())
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package sharedtier
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -31,6 +32,7 @@ func open(t *testing.T) *Store {
 	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	s.SetSaltID("test-salt") // its accounts are read back
 	return s
 }
 
@@ -93,29 +95,99 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 }
 
-// Another machine's stamp comes without its account (its salt is its own).
-func TestStampsOfAnotherMachineHaveNoAccount(t *testing.T) {
+// A stamp's account is read only under the salt it was fingerprinted
+// with: a machine on the team's salt reads the account another machine on
+// it shipped; a machine on a salt of its own (it could not reach the tier
+// when it started) reads none, nor do others read its; a machine that
+// never set one reads none.
+func TestStampAccountsOnlyUnderOneSalt(t *testing.T) {
+	dsn := pgtest.Database(t)
+	open := func(machine, salt string) *Store {
+		s, err := Open(dsn, machine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		if err := s.Ready(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if salt != "" {
+			s.SetSaltID(salt)
+		}
+		return s
+	}
+	a, b := open("laptop", "team"), open("devbox", "team")
+	c, d := open("offline", "own"), open("unset", "")
+	r, rc := stampRow("x"), stampRow("y")
+	if _, err := a.PutStamps(t.Context(), []db.StampRow{r}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutStamps(t.Context(), []db.StampRow{rc}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []binding.Digest{r.Key, rc.Key}
+	for _, x := range []struct {
+		s       *Store
+		want    string
+		wantC   string
+		machine string
+	}{{a, r.Account, "", "laptop"}, {b, r.Account, "", "devbox"}, {c, "", rc.Account, "offline"}, {d, "", "", "unset"}} {
+		got, err := x.s.Stamps(t.Context(), keys)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("%s: %d stamps, %v", x.machine, len(got), err)
+		}
+		if got[r.Key].Account != x.want || got[rc.Key].Account != x.wantC || got[r.Key].Model != r.Model {
+			t.Errorf("%s reads accounts %q and %q; want %q and %q", x.machine, got[r.Key].Account, got[rc.Key].Account, x.want, x.wantC)
+		}
+	}
+}
+
+// The team's salt is the first machine's to ask; every later one gets it.
+// Aliases are read under one's own salt only, in order, and the first
+// alias of a fingerprint stays.
+func TestTeamSaltAndAliases(t *testing.T) {
 	dsn := pgtest.Database(t)
 	a, err := Open(dsn, "laptop")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if err := a.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	b, err := Open(dsn, "devbox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	r := stampRow("x")
-	if _, err := a.PutStamps(t.Context(), []db.StampRow{r}); err != nil {
+	first, second := bytes.Repeat([]byte{1}, db.AccountSaltSize), bytes.Repeat([]byte{2}, db.AccountSaltSize)
+	got, err := a.TeamSalt(t.Context(), first)
+	if err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("the first machine's salt: %x %v", got, err)
+	}
+	if got, err := b.TeamSalt(t.Context(), second); err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("a later machine got %x, %v; want the first's", got, err)
+	}
+	if _, err := b.TeamSalt(t.Context(), []byte("short")); err == nil {
+		t.Error("a salt of the wrong size was taken")
+	}
+	a.SetSaltID(SaltID(first))
+	b.SetSaltID(SaltID(first))
+	if err := a.PutAlias(t.Context(), "fp-key1", "fp-org", 1); err != nil {
 		t.Fatal(err)
 	}
-	mine, _ := a.Stamps(t.Context(), []binding.Digest{r.Key})
-	theirs, _ := b.Stamps(t.Context(), []binding.Digest{r.Key})
-	if mine[r.Key].Account != r.Account || theirs[r.Key].Account != "" || theirs[r.Key].Model != r.Model {
-		t.Fatalf("mine %+v theirs %+v", mine[r.Key], theirs[r.Key])
+	if err := b.PutAlias(t.Context(), "fp-key1", "fp-other", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutAlias(t.Context(), "fp-key2", "fp-org", 3); err != nil {
+		t.Fatal(err)
+	}
+	all, err := b.AliasesAfter(t.Context(), 0)
+	if err != nil || len(all) != 2 || all[0].Account != "fp-org" || all[1].Fingerprint != "fp-key2" {
+		t.Fatalf("aliases %+v, %v", all, err)
+	}
+	if more, err := a.AliasesAfter(t.Context(), all[1].ID); err != nil || len(more) != 0 {
+		t.Fatalf("aliases past the last: %+v %v", more, err)
+	}
+	b.SetSaltID(SaltID(second))
+	if other, err := b.AliasesAfter(t.Context(), 0); err != nil || len(other) != 0 {
+		t.Fatalf("aliases under another salt read: %+v %v", other, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/my-pi/bindery/db"
 )
 
-// The team report (migration 002): facts shipped per request, rollups
+// The team report (migration 004): facts shipped per request, rollups
 // kept per day, machine, person, client and model, read by the report.
 
 // Bounds on what a fact may name: a longer one is a bug or an attack, and

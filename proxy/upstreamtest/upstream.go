@@ -75,10 +75,11 @@ type Upstream struct {
 	srv *http.Server
 	ln  net.Listener
 
-	mu       sync.Mutex
-	n        int
-	requests []Request
-	stalls   chan struct{}
+	mu         sync.Mutex
+	n          int
+	incomplete int // bodies cut short of their length
+	requests   []Request
+	stalls     chan struct{}
 }
 
 // Start runs an upstream on 127.0.0.1 under the documented reading, as a
@@ -179,6 +180,14 @@ func (u *Upstream) Requests() []Request {
 	return append([]Request(nil), u.requests...)
 }
 
+// Incomplete is how many requests' bodies ended short of their length:
+// read by no one, answered by nothing.
+func (u *Upstream) Incomplete() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.incomplete
+}
+
 // Messages returns the POST /v1/messages requests received.
 func (u *Upstream) Messages() []Request {
 	var out []Request
@@ -198,7 +207,15 @@ func (u *Upstream) record(r Request) {
 
 // ServeHTTP answers as the provider does.
 func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		// A body cut short of its length (the client abandoned it) is no
+		// request: a server never reads it, and nothing is answered.
+		u.mu.Lock()
+		u.incomplete++
+		u.mu.Unlock()
+		return
+	}
 	rec := Request{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	w.Header().Set("request-id", fmt.Sprintf("req_test_%d", time.Now().UnixNano()))
 	// Every answer of the Anthropic API names the organization of the

@@ -1,4 +1,4 @@
--- Version 2 of the shared tier (issue 29): the team report. Each machine
+-- Version 4 of the shared tier (issue 29): the team report. Each machine
 -- ships one fact per request the report counts (db.TeamFact: tokens by
 -- kind, spend in integer micro-USD, its cache break), keyed by the
 -- request's key, which means the same on every machine: the first machine

@@ -1,4 +1,4 @@
--- Version 16: the team report's facts (issue 29). With `bindery serve
+-- Version 17: the team report's facts (issue 29). With `bindery serve
 -- --shared`, every request the report counts (a pi session's request on
 -- its branch, a host conversation's accepted reply) is summed into one
 -- fact per request: its tokens, its spend in integer micro-USD, its cache
