@@ -192,6 +192,14 @@ func TestTeamReport(t *testing.T) {
 		t.Errorf("--since the last day: %d requests, that day has %d", days.Total.Requests, rep.Days[len(rep.Days)-1].Requests)
 	}
 
+	// the team outbox is empty once shipped (status's figure)
+	waitFor(t, "the team outbox shipped", func() (bool, string) {
+		h, err := laptop.client.Health(ctx)
+		if err != nil || h.Shared == nil {
+			return false, fmt.Sprint(err)
+		}
+		return h.Shared.TeamOutbox == 0, fmt.Sprint(h.Shared.TeamOutbox, " facts to ship")
+	})
 	// a restart queues and ships nothing twice
 	laptop.restart(1)
 	time.Sleep(time.Second)
