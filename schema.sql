@@ -291,3 +291,18 @@ CREATE TABLE outbox_facts (
     ref        TEXT    NOT NULL,     -- compiles.id, or releases.id for a release
     created_ms INTEGER NOT NULL
 );
+CREATE TABLE team_facts (
+    key   TEXT    PRIMARY KEY,  -- the team report's facts (migration 017, db/teamfacts.go)
+    scope TEXT    NOT NULL,     -- the session id, or 'host:'
+    rev   INTEGER NOT NULL,     -- increases at every change; the tier keeps the highest
+    fact  TEXT    NOT NULL      -- JSON (db.TeamFact)
+) WITHOUT ROWID;
+CREATE INDEX team_facts_scope ON team_facts(scope);
+CREATE TABLE team_outbox (
+    id  INTEGER PRIMARY KEY,
+    key TEXT    NOT NULL
+);
+CREATE TABLE team_scan (
+    scope TEXT PRIMARY KEY,
+    stamp TEXT NOT NULL
+) WITHOUT ROWID;

@@ -43,6 +43,8 @@ type Server struct {
 	// Reports serves GET /v1/report and GET /v1/whatif (registered only
 	// when set).
 	Reports ReportSource
+	// Team serves GET /v1/report/team (team.go; registered only when set).
+	Team TeamSource
 	// UID is the only peer uid served (normally the daemon's own).
 	UID int
 	// MaxBody limits request bodies (DefaultMaxBody when 0); larger ones
@@ -78,6 +80,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	if s.Reports != nil {
 		mux.HandleFunc("GET /v1/report", s.handleReport)
 		mux.HandleFunc("GET /v1/whatif", s.handleWhatIf)
+	}
+	if s.Team != nil {
+		mux.HandleFunc("GET /v1/report/team", s.handleTeamReport)
 	}
 }
 

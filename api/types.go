@@ -29,6 +29,8 @@ type SharedHealth struct {
 	Outbox  int    `json:"outbox"`  // stamps waiting to be shipped
 	// OutboxLagMs is how long the oldest of them has waited (0: none).
 	OutboxLagMs int64 `json:"outboxLagMs"`
+	// TeamOutbox is the team report's facts waiting to be shipped.
+	TeamOutbox int `json:"teamOutbox"`
 	// ReadThroughs counts compiles that asked the tier for stamps this
 	// machine lacked since the daemon started; ReadThroughMisses those it
 	// did not answer within --shared-wait (their blocks were stripped);

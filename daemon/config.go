@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding"
@@ -94,8 +95,16 @@ type Config struct {
 	// machines"); empty: this machine alone, as before. Machine names this
 	// machine in it (default: the host name). SharedWait bounds a
 	// compile's read-through of stamps it does not hold.
-	Shared     string
-	Machine    string
+	Shared  string
+	Machine string
+	// Person names whose spend this machine's requests are in the team's
+	// report (--person, BINDERY_PERSON; default the OS user running the
+	// daemon): the daemon cannot see who typed a prompt, only whose
+	// account it runs under, and one person usually is one account.
+	Person string
+	// TeamScan is how often the team report's facts are refreshed
+	// (--team-scan, BINDERY_TEAM_SCAN): how stale the team's report may be.
+	TeamScan   time.Duration
 	SharedWait time.Duration
 
 	// Not settable from the command line.
@@ -124,6 +133,7 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 		Rescan:          10 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
 		SharedWait:      time.Second,
+		TeamScan:        30 * time.Second,
 		LogLevel:        slog.LevelInfo,
 		EventsMax:       100_000,
 		EventsMaxAge:    30 * 24 * time.Hour,
@@ -216,6 +226,14 @@ func DefaultConfig(getenv func(string) string) (Config, error) {
 	if v := getenv("BINDERY_MACHINE"); v != "" {
 		c.Machine = v
 	}
+	if v := getenv("BINDERY_TEAM_SCAN"); v != "" {
+		if c.TeamScan, err = time.ParseDuration(v); err != nil {
+			errs = append(errs, fmt.Errorf("BINDERY_TEAM_SCAN: %w", err))
+		}
+	}
+	if v := getenv("BINDERY_PERSON"); v != "" {
+		c.Person = v
+	}
 	if v := getenv("BINDERY_SHARED_WAIT"); v != "" {
 		if c.SharedWait, err = time.ParseDuration(v); err != nil {
 			errs = append(errs, fmt.Errorf("BINDERY_SHARED_WAIT: %w", err))
@@ -268,6 +286,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.FeedBuffer, "feed-buffer", c.FeedBuffer, "events a websocket subscriber may fall behind before it is dropped with a close reason (env BINDERY_FEED_BUFFER)")
 	fs.StringVar(&c.Shared, "shared", c.Shared, "join a team's shared tier: a PostgreSQL DSN (env BINDERY_SHARED; README \"Sharing across machines\"; its password is never shown)")
 	fs.StringVar(&c.Machine, "machine", c.Machine, "this machine's name in the shared tier (env BINDERY_MACHINE; default the host name)")
+	fs.StringVar(&c.Person, "person", c.Person, "whose spend this machine's requests are in the team's report (env BINDERY_PERSON; default the OS user)")
+	fs.DurationVar(&c.TeamScan, "team-scan", c.TeamScan, "how often the team report's facts are recomputed and shipped (env BINDERY_TEAM_SCAN)")
 	fs.DurationVar(&c.SharedWait, "shared-wait", c.SharedWait, "how long a compile waits for the shared tier's stamps of blocks this machine has none for; past it they are stripped (env BINDERY_SHARED_WAIT)")
 	fs.DurationVar(&c.FeedStall, "feed-stall", c.FeedStall, "how long one event write to a websocket subscriber may block before the connection is cut (env BINDERY_FEED_STALL)")
 }
@@ -355,6 +375,15 @@ func (c *Config) Resolve() error {
 	}
 	if len(c.Machine) == 0 || len(c.Machine) > 128 {
 		return fmt.Errorf("--machine %q: want 1 to 128 bytes", c.Machine)
+	}
+	if c.TeamScan < 100*time.Millisecond || c.TeamScan > time.Hour {
+		return fmt.Errorf("--team-scan %s is outside [100ms, 1h]", c.TeamScan)
+	}
+	if c.Person == "" {
+		c.Person = osUser()
+	}
+	if len(c.Person) == 0 || len(c.Person) > 128 || strings.ContainsFunc(c.Person, unicode.IsControl) {
+		return fmt.Errorf("--person %q: want 1 to 128 bytes, no control characters", c.Person)
 	}
 	for _, b := range []struct {
 		flag string

@@ -30,7 +30,9 @@ func (d *daemon) wireReport(s *api.Server) {
 	// Before the watcher starts: every batch keeps its session's report
 	// aggregate current in its own transaction, priced as the report is.
 	d.store.SetReportAggregator(reporter.Aggregator{Prices: prices})
-	s.Reports = reporter.New(d.store, prices, nil, d.log.With("component", "report"))
+	rep := reporter.New(d.store, prices, nil, d.log.With("component", "report"))
+	s.Reports = rep
+	d.wireTeam(s, rep) // team.go: GET /v1/report/team, the team facts shipped
 }
 
 // loadPrices reads $BINDERY_PRICES, else <state dir>/prices.json when it

@@ -43,6 +43,8 @@ type shipper struct {
 	learn      func(context.Context, []sharedtier.Alias) error
 	aliasAfter int64
 	failed     bool // the last attempt failed (said once until one works)
+	// team, when set, queues and ships the team report's facts (team.go).
+	team *teamFacts
 }
 
 // run ships until ctx ends, then returns; drain ships what is left.
@@ -106,8 +108,12 @@ func (s *shipper) shipAll(ctx context.Context) error {
 		if len(items) == 0 {
 			// then compiles, releases and accepts (shipper_facts.go):
 			// after the stamps, so a compile's accept never arrives before
-			// the stamps it recorded
-			return s.shipFacts(ctx)
+			// the stamps it recorded; the team report's facts last
+			// (team.go): nothing waits on them
+			if err := s.shipFacts(ctx); err != nil {
+				return err
+			}
+			return s.shipTeam(ctx)
 		}
 		rows := make([]db.StampRow, len(items))
 		for i, it := range items {
@@ -137,6 +143,9 @@ func (s *shipper) poke() {
 func (s *shipper) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), ShipAtExit)
 	defer cancel()
+	if s.team != nil {
+		s.team.next = time.Time{} // the last requests' facts go too
+	}
 	if err := s.shipAll(ctx); err != nil {
 		n, _ := s.store.OutboxLen(context.Background())
 		f, _ := s.store.OutboxFactsLen(context.Background())

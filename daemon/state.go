@@ -172,6 +172,9 @@ func (d *daemon) Health(ctx context.Context) (api.Health, error) {
 		if oldest > 0 {
 			h.Shared.OutboxLagMs = max(0, time.Now().UnixMilli()-oldest)
 		}
+		if h.Shared.TeamOutbox, err = d.store.TeamOutboxLen(ctx); err != nil {
+			return api.Health{}, err
+		}
 		if d.binder != nil && d.binder.readThrough != nil {
 			rt := d.binder.readThrough
 			s := h.Shared
