@@ -35,6 +35,20 @@ func newReplica(t *testing.T, dsn, name string, up *upstreamtest.Upstream) *prox
 	return pe
 }
 
+// newGateway starts the team's upstream (streaming) and two replicas on
+// one fresh PostgreSQL database.
+func newGateway(t *testing.T) (up *upstreamtest.Upstream, a, b *proxyE2E) {
+	t.Helper()
+	dsn := pgtest.Database(t) + " password=" + sharedPassword
+	up, err := upstreamtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(up.Close)
+	up.SetStream(true, 0)
+	return up, newReplica(t, dsn, "replica-a", up), newReplica(t, dsn, "replica-b", up)
+}
+
 // balancer is the team's: each request to the next live replica in turn,
 // streamed through as it arrives.
 type balancer struct {
@@ -104,16 +118,8 @@ func (lb *balancer) markDown(i int) {
 // read. Each replica learns the other's replies from the shared tier
 // (read-through), and its metrics say so.
 func TestGatewayRoundRobin(t *testing.T) {
-	dsn := pgtest.Database(t) + " password=" + sharedPassword
-	up, err := upstreamtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Close)
+	up, a, b := newGateway(t)
 	up.SetReply(toolLoop(2))
-	up.SetStream(true, 0)
-	a := newReplica(t, dsn, "replica-a", up)
-	b := newReplica(t, dsn, "replica-b", up)
 	lb := roundRobin(t, a, b)
 
 	h := newAPIHost(t, lb.URL, "claude-opus-5-5")
@@ -176,15 +182,9 @@ func TestGatewayRoundRobin(t *testing.T) {
 // stamps to the tier before it answered), and the conversation goes on
 // with the provider's maximum read on every request.
 func TestGatewayReplicaKilledMidStream(t *testing.T) {
-	dsn := pgtest.Database(t) + " password=" + sharedPassword
-	up, err := upstreamtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Close)
+	up, a, b := newGateway(t)
 	up.SetReply(toolLoop(2))
-	up.SetStream(true, 0)
-	replicas := []*proxyE2E{newReplica(t, dsn, "replica-a", up), newReplica(t, dsn, "replica-b", up)}
+	replicas := []*proxyE2E{a, b}
 	lb := roundRobin(t, replicas...)
 	h := newAPIHost(t, lb.URL, "claude-opus-5-5")
 	h.header.Set("X-Claude-Code-Session-Id", "5b7e0c1d-0000-4000-8000-gatewaykill")
@@ -251,15 +251,7 @@ func TestGatewayReplicaKilledMidStream(t *testing.T) {
 // serves it. (Under a salt per machine, a stamp read from another replica
 // came without its account and its block went out under the other key.)
 func TestGatewayAccountsTeamWide(t *testing.T) {
-	dsn := pgtest.Database(t) + " password=" + sharedPassword
-	up, err := upstreamtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Close)
-	up.SetStream(true, 0)
-	a := newReplica(t, dsn, "replica-a", up)
-	b := newReplica(t, dsn, "replica-b", up)
+	up, a, b := newGateway(t)
 	lb := roundRobin(t, a, b)
 	h := newAPIHost(t, lb.URL, "claude-sonnet-5-5")
 	keys := []string{testAPIKey, testAPIKey, otherAPIKey, otherAPIKey, testAPIKey, testAPIKey, testAPIKey}

@@ -120,22 +120,7 @@ func archiveSVG(r api.Report) []byte {
 	b.WriteString("</g>\n")
 
 	// Day labels: at most about twelve.
-	b.WriteString(`<g id="x-ticks" fill="#333" text-anchor="middle">` + "\n")
-	step := max(1, (len(days)+11)/12)
-	years := len(days) > 0 && days[0][:min(4, len(days[0]))] != days[len(days)-1][:min(4, len(days[len(days)-1]))]
-	if years {
-		step = max(1, (len(days)+7)/8) // a longer label
-	}
-	for i := 0; i < len(days); i += step {
-		cx := marginLeft + slot*(float64(i)+0.5)
-		label := days[i]
-		if !years {
-			label = dayLabel(label)
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", cx, bottom+18, label)
-	}
-	b.WriteString("</g>\n")
-	fmt.Fprintf(&b, `<text id="x-label" x="%.1f" y="%d" text-anchor="middle">day (UTC)</text>`+"\n", marginLeft+plotW/2, bottom+42)
+	dayAxis(&b, days, slot, plotW, bottom)
 
 	lx, ly := chartW-marginRight+14, plotTop+10
 	fmt.Fprintf(&b, `<g id="%s">`+"\n", ChartLegend)
@@ -183,4 +168,26 @@ func dayLabel(d string) string {
 		return d[5:]
 	}
 	return d
+}
+
+// dayAxis writes a chart's axis of days (YYYY-MM-DD, sorted): at most
+// about twelve labels, or eight whole dates when the days cross a year,
+// and the axis's title.
+func dayAxis(b *bytes.Buffer, days []string, slot, plotW float64, bottom int) {
+	b.WriteString(`<g id="x-ticks" fill="#333" text-anchor="middle">` + "\n")
+	step := max(1, (len(days)+11)/12)
+	years := len(days) > 0 && days[0][:min(4, len(days[0]))] != days[len(days)-1][:min(4, len(days[len(days)-1]))]
+	if years {
+		step = max(1, (len(days)+7)/8) // a longer label
+	}
+	for i := 0; i < len(days); i += step {
+		cx := marginLeft + slot*(float64(i)+0.5)
+		label := days[i]
+		if !years {
+			label = dayLabel(label)
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%d">%s</text>`+"\n", cx, bottom+18, label)
+	}
+	b.WriteString("</g>\n")
+	fmt.Fprintf(b, `<text id="x-label" x="%.1f" y="%d" text-anchor="middle">day (UTC)</text>`+"\n", marginLeft+plotW/2, bottom+42)
 }

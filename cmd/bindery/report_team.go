@@ -182,22 +182,7 @@ func teamSVG(r api.TeamReport) []byte {
 	}
 	b.WriteString("</g>\n")
 
-	b.WriteString(`<g id="x-ticks" fill="#333" text-anchor="middle">` + "\n")
-	step := max(1, (len(days)+11)/12)
-	years := len(days) > 0 && days[0][:min(4, len(days[0]))] != days[len(days)-1][:min(4, len(days[len(days)-1]))]
-	if years {
-		step = max(1, (len(days)+7)/8)
-	}
-	for i := 0; i < len(days); i += step {
-		cx := marginLeft + slot*(float64(i)+0.5)
-		label := days[i]
-		if !years {
-			label = dayLabel(label)
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", cx, bottom+18, label)
-	}
-	b.WriteString("</g>\n")
-	fmt.Fprintf(&b, `<text id="x-label" x="%.1f" y="%d" text-anchor="middle">day (UTC)</text>`+"\n", marginLeft+plotW/2, bottom+42)
+	dayAxis(&b, days, slot, plotW, bottom)
 
 	lx, ly := chartW-marginRight+14, plotTop+10
 	fmt.Fprintf(&b, `<g id="%s">`+"\n", ChartLegend)

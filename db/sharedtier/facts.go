@@ -197,16 +197,9 @@ func (s *Store) PutCompiles(ctx context.Context, cs []Compile) (int, error) {
 			b.Queue(`INSERT INTO compiles (id, conversation, branch, machine, record, created_ms) VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (id) DO NOTHING`, c.ID, c.Conversation, c.Branch, s.machine, c.Record, c.CreatedMs)
 		}
-		res := tx.SendBatch(ctx, b)
-		for range cs {
-			tag, err := res.Exec()
-			if err != nil {
-				res.Close()
-				return err
-			}
-			added += int(tag.RowsAffected())
-		}
-		return res.Close()
+		n, err := sendBatch(ctx, tx, b)
+		added = n
+		return err
 	})
 	return added, err
 }

@@ -207,18 +207,27 @@ func (s *Store) PutStamps(ctx context.Context, rows []db.StampRow) (int, error) 
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) DO NOTHING`,
 				r.Key[:], r.Seed[:], r.Chain[:], pred, r.Model, account, r.Source, r.Conversation, r.Branch, compile, s.machine, r.CreatedMs, saltID)
 		}
-		res := tx.SendBatch(ctx, b)
-		for range rows {
-			tag, err := res.Exec()
-			if err != nil {
-				res.Close()
-				return err
-			}
-			added += int(tag.RowsAffected())
-		}
-		return res.Close()
+		n, err := sendBatch(ctx, tx, b)
+		added = n
+		return err
 	})
 	return added, err
+}
+
+// sendBatch sends a batch of inserts in tx and returns the rows they
+// added (an insert ON CONFLICT DO NOTHING adds none).
+func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (int, error) {
+	res := tx.SendBatch(ctx, b)
+	added := 0
+	for range b.Len() {
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			return 0, err
+		}
+		added += int(tag.RowsAffected())
+	}
+	return added, res.Close()
 }
 
 // Stamps reads the stamps of keys the shared tier holds. A stamp comes
