@@ -86,21 +86,25 @@ func benchProxyProc(b *testing.B, reply func(int, []byte) []judgetest.ReplyBlock
 // compileSeconds is the proxy's bindery_proxy_compile_seconds sum and
 // count: the compile calls as the proxy made and waited for them.
 func compileSeconds(b *testing.B, metrics string) (sum float64, count int) {
+	sum = metricValue(b, metrics, "bindery_proxy_compile_seconds_sum")
+	return sum, int(metricValue(b, metrics, "bindery_proxy_compile_seconds_count"))
+}
+
+// metricValue is one series' value in the proxy's metrics (0 if absent).
+func metricValue(b *testing.B, metrics, series string) float64 {
 	resp, err := http.Get(metrics)
 	if err != nil {
 		b.Fatal(err)
 	}
 	text, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	var v float64
 	for _, l := range strings.Split(string(text), "\n") {
-		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_sum "); ok {
-			fmt.Sscan(v, &sum)
-		}
-		if v, ok := strings.CutPrefix(l, "bindery_proxy_compile_seconds_count "); ok {
-			fmt.Sscan(v, &count)
+		if rest, ok := strings.CutPrefix(l, series+" "); ok {
+			fmt.Sscan(rest, &v)
 		}
 	}
-	return sum, count
+	return v
 }
 
 // acceptsDone waits until the proxy has finished want accepts (its
@@ -212,6 +216,9 @@ func BenchmarkProxyTTFB(b *testing.B) {
 			}
 			n := float64(b.N)
 			sum1, count1 := compileSeconds(b, metrics)
+			// the share of the proxy's requests sent ahead of their compile
+			// and completed (speculate.go); 1 MB only, over its threshold
+			b.ReportMetric(metricValue(b, metrics, `bindery_proxy_sent_ahead_total{outcome="completed"}`)/n, "ahead-completed/op")
 			proxyCompile := (sum1 - sum0) / float64(count1-count0) * 1e6
 			added := float64((through - direct).Microseconds()) / n
 			b.ReportMetric(proxyCompile, "proxy-compile-µs")
