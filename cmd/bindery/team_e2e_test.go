@@ -80,7 +80,14 @@ func TestTeamReport(t *testing.T) {
 	waitFor(t, "the team report", func() (bool, string) {
 		var err error
 		rep, err = laptop.client.TeamReport(ctx, api.TeamQuery{})
-		return err == nil && rep.Total.Requests == want, fmt.Sprintf("%d requests of %d, %v", rep.Total.Requests, want, err)
+		// what each machine still holds to ship, for a failure's message
+		var held []string
+		for _, d := range []*bindDaemon{laptop, devbox} {
+			if h, herr := d.client.Health(ctx); herr == nil && h.Shared != nil {
+				held = append(held, fmt.Sprintf("%s: %d stamps, %d team facts to ship (oldest %d ms)", h.Shared.Machine, h.Shared.Outbox, h.Shared.TeamOutbox, h.Shared.OutboxLagMs))
+			}
+		}
+		return err == nil && rep.Total.Requests == want, fmt.Sprintf("%d requests of %d, %v; %v", rep.Total.Requests, want, err, held)
 	})
 	t.Logf("team: %d requests, %d micro-USD, %d breaks, %d avoidable; laptop local %d req $%.6f, devbox %d req $%.6f, synced %d", rep.Total.Requests, rep.Total.Spend.Total, rep.Total.Breaks.Count, rep.Total.Breaks.Avoidable, reqs(la), la.Figures.Total, reqs(dv), dv.Figures.Total, syncedReqs)
 	// exactly: every grouping sums to the total
