@@ -56,6 +56,9 @@ type sharedFacts struct {
 	// it, not on the call's path).
 	poke   func()
 	failed atomic.Bool // said once until a read works again
+	// stampsPaused: until then (Unix ns), an accept does not write its
+	// stamps to the tier (pushStamps)
+	stampsPaused atomic.Int64
 
 	// beforePush, when set (tests), runs after an accept or release
 	// committed its releases here and before they are written to the tier.
@@ -162,21 +165,31 @@ func (b *Binder) pushReleases(ctx context.Context, conversation string, rels []d
 // pushStamps writes the stamps an accept just recorded (and queued) to
 // the tier, within the wait, before the accept answers: an acknowledged
 // accept is then in PostgreSQL, and a replica killed right after it loses
-// none of it (its outbox would ship it only if it came back). A failed
-// write is logged once a failure; the outbox ships them when the tier is
-// back, and a stamp shipped twice changes nothing.
+// none of it (its outbox would ship it only if it came back). A stamp
+// shipped twice changes nothing.
+//
+// Every accept carries stamps, so a tier that is away must not cost each
+// one the wait: after a failed write, accepts skip the write for
+// stampsPause (the outbox ships their stamps when the tier is back), and
+// the failure is logged once a pause. Releases are rare and always wait
+// (pushReleases): a release another machine must not miss is worth it.
 func (b *Binder) pushStamps(ctx context.Context, conversation string, rows []db.StampRow) {
 	s := b.shared
-	if s == nil || len(rows) == 0 {
+	if s == nil || len(rows) == 0 || time.Now().UnixNano() < s.stampsPaused.Load() {
 		return
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait)
 	defer cancel()
 	s.store.Ready(pctx) // a failure is the write's to report
 	if _, err := s.store.PutStamps(pctx, rows); err != nil {
-		s.log.Warn("stamps not written to the shared tier before the accept answered; the outbox ships them when it is back", "conversation", conversation, "stamps", len(rows), "err", err)
+		s.stampsPaused.Store(time.Now().Add(stampsPause).UnixNano())
+		s.log.Warn("stamps not written to the shared tier before the accept answered; the outbox ships them when it is back, and accepts do not wait on the tier for a while", "conversation", conversation, "stamps", len(rows), "pause", stampsPause, "err", err)
 	}
 }
+
+// stampsPause is how long accepts skip writing their stamps to a tier
+// that just failed a write.
+const stampsPause = 10 * time.Second
 
 // foreignCompile finds a compile another machine made, in the tier,
 // polling within the wait (its shipper may not have shipped it yet): the

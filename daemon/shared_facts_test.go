@@ -3,12 +3,17 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/my-pi/bindery/api"
+	"github.com/my-pi/bindery/binding"
+	"github.com/my-pi/bindery/db"
 	"github.com/my-pi/bindery/db/pgtest"
 	"github.com/my-pi/bindery/db/sharedtier"
 )
@@ -241,5 +246,52 @@ func TestSharedAcknowledgedAcceptIsInTheTier(t *testing.T) {
 	third := withReply(t, second, reply("sig-a"))
 	if ans := b.compile(t, "x", third); len(ans.Strips) != 0 || ans.ThinkingKept != 2 {
 		t.Fatalf("B's compile after A acknowledged the accept: kept %d, stripped %v", ans.ThinkingKept, stripped(ans))
+	}
+}
+
+// An accept does not pay the wait on every call while the tier is away:
+// after one write the tier did not answer in time (a server that takes
+// the connection and says nothing), the next accepts' stamps are left to
+// the outbox, and the tier is not asked again until the pause has passed.
+func TestPushStampsPausesWhileTheTierIsAway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dials atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			defer c.Close() // held open, never answered
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	s, err := sharedtier.Open(fmt.Sprintf("host=127.0.0.1 port=%d user=bindery dbname=team sslmode=disable", port), "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := &Binder{shared: &sharedFacts{store: s, wait: 100 * time.Millisecond, log: slog.New(slog.DiscardHandler), poke: func() {}}}
+	rows := []db.StampRow{{Stamp: binding.Stamp{Key: binding.SignatureKey("s"), Model: "claude-opus-5-5"}, Source: "accept", Conversation: "c", Branch: "b"}}
+	b.pushStamps(t.Context(), "c", rows)
+	if n := dials.Load(); n == 0 {
+		t.Fatal("the first accept did not try the tier")
+	}
+	first := dials.Load()
+	for range 5 {
+		b.pushStamps(t.Context(), "c", rows)
+	}
+	if n := dials.Load(); n != first {
+		t.Fatalf("%d more connections to a tier that just failed: each accept waited on it", n-first)
+	}
+	b.shared.stampsPaused.Store(0) // the pause has passed
+	b.pushStamps(t.Context(), "c", rows)
+	if dials.Load() == first {
+		t.Fatal("past the pause, an accept did not try the tier again")
 	}
 }
