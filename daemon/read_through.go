@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,29 @@ type readThrough struct {
 	log    *slog.Logger
 	failed atomic.Bool // said once until a read works again
 	tally  readTally
+
+	// polled are the newest blocks already waited for (pollNewest): a
+	// block no machine stamped (a reply never accepted) stays newest when
+	// its request is retried, and is waited for once, not at each retry.
+	mu     sync.Mutex
+	polled map[binding.Digest]struct{}
+}
+
+// polledMax bounds polled; past it the set starts again.
+const polledMax = 4096
+
+// pollOnce reports whether newest may be waited for, and marks it.
+func (r *readThrough) pollOnce(newest binding.Digest) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.polled[newest]; ok {
+		return false
+	}
+	if r.polled == nil || len(r.polled) >= polledMax {
+		r.polled = map[binding.Digest]struct{}{}
+	}
+	r.polled[newest] = struct{}{}
+	return true
 }
 
 // readTally counts read-throughs for `bindery status` and the gateway's
@@ -33,6 +57,7 @@ type readThrough struct {
 type readTally struct {
 	asked, missed, found atomic.Int64
 	waitedNs             atomic.Int64
+	polls                atomic.Int64 // newest blocks waited for
 }
 
 func (t *readTally) health() (asked, missed, found, waitedMs int64) {
@@ -88,7 +113,7 @@ func (r *readThrough) fill(ctx context.Context, j *Journal, conversation string,
 		r.log.Info("shared tier answers again", "shared", r.store.Name())
 	}
 	if _, ok := rows[newest]; !ok && err == nil {
-		if _, ok := got[newest]; !ok && slices.Contains(missing, newest) {
+		if _, ok := got[newest]; !ok && slices.Contains(missing, newest) && r.pollOnce(newest) {
 			got = r.pollNewest(ctx, newest, got)
 		}
 	}
@@ -117,6 +142,7 @@ func (r *readThrough) fill(ctx context.Context, j *Journal, conversation string,
 // pollNewest asks the shared tier for newest until it has it, newestPoll
 // has passed, or ctx ends, and adds it to got.
 func (r *readThrough) pollNewest(ctx context.Context, newest binding.Digest, got map[binding.Digest]db.StampRow) map[binding.Digest]db.StampRow {
+	r.tally.polls.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, min(newestPoll, r.wait))
 	defer cancel()
 	t := time.NewTicker(newestEvery)

@@ -295,3 +295,18 @@ func TestPushStampsPausesWhileTheTierIsAway(t *testing.T) {
 		t.Fatal("past the pause, an accept did not try the tier again")
 	}
 }
+
+// A request whose newest block no machine stamped (a reply never
+// accepted) waits for its stamp once: the same request retried does not
+// wait again.
+func TestNewestBlockWaitedForOnce(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a := newReplica(t, dsn, "laptop", time.Second)
+	body := withReply(t, request("x", 0, 10), reply("sig-never-accepted"))
+	a.compile(t, "x", body)
+	a.compile(t, "x", body)
+	a.compile(t, "x", body)
+	if n := a.b.readThrough.tally.polls.Load(); n != 1 {
+		t.Fatalf("the newest block was waited for %d times; want once", n)
+	}
+}
