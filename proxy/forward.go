@@ -75,7 +75,11 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	sentAhead := false
 	if ahead != nil {
 		resp, err, sentAhead = ahead.finish(send)
-		p.metrics.ahead.WithLabelValues(map[bool]string{true: "completed", false: "abandoned"}[sentAhead]).Inc()
+		outcome := "abandoned"
+		if sentAhead {
+			outcome = "completed"
+		}
+		p.metrics.ahead.WithLabelValues(outcome).Inc()
 	}
 	if !sentAhead {
 		resp, err = p.send(ctx, r, send)
