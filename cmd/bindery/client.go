@@ -85,7 +85,11 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if sh := h.Shared; sh != nil {
 		ship := plural(sh.Outbox, "stamp", "stamps") + " to ship"
 		if sh.OutboxLagMs > 0 {
-			ship += fmt.Sprintf(" (oldest %s)", (time.Duration(sh.OutboxLagMs) * time.Millisecond).Round(time.Second))
+			lag := time.Duration(sh.OutboxLagMs) * time.Millisecond
+			if lag >= time.Second {
+				lag = lag.Round(time.Second) // "oldest 0s" said nothing below it
+			}
+			ship += fmt.Sprintf(" (oldest %s)", lag)
 		}
 		rows = append(rows, [2]string{"shared", fmt.Sprintf("%s as %s, %s", sh.Name, sh.Machine, ship)})
 		rows = append(rows, [2]string{"read-through", fmt.Sprintf("%s, %s found, %d missed, %s waited",
