@@ -90,8 +90,8 @@ func (p *Proxy) learnAccount(ctx context.Context, c *compiled) {
 // account is the fingerprint of the credential r goes out under, "" when
 // it has none or the daemon's salt cannot be had (a daemon that does not
 // answer fails the compile open anyway).
-func (p *Proxy) account(ctx context.Context, h http.Header, body []byte) string {
-	kind, cred := credential(h, body)
+func (p *Proxy) account(ctx context.Context, h http.Header, userID string) string {
+	kind, cred := credential(h, userID)
 	if cred == "" {
 		return ""
 	}
@@ -141,8 +141,9 @@ func (s *accountSalt) get(ctx context.Context, p *Proxy) []byte {
 	return salt
 }
 
-// credential picks what identifies the request's account (see above).
-func credential(h http.Header, body []byte) (kind, cred string) {
+// credential picks what identifies the request's account (see above);
+// userID is the body's metadata.user_id.
+func credential(h http.Header, userID string) (kind, cred string) {
 	if k := h.Get("X-Api-Key"); k != "" {
 		return "x-api-key", k
 	}
@@ -151,7 +152,7 @@ func credential(h http.Header, body []byte) (kind, cred string) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return "", ""
 	}
-	if u := metadataAccount(body); u != "" {
+	if u := metadataAccount(userID); u != "" {
 		return "account-uuid", u
 	}
 	return "bearer", strings.TrimSpace(token)
@@ -159,11 +160,11 @@ func credential(h http.Header, body []byte) (kind, cred string) {
 
 // metadataAccount reads metadata.user_id's account_uuid (Claude Code's
 // JSON string; empty when it runs on an API key).
-func metadataAccount(body []byte) string {
+func metadataAccount(userID string) string {
 	var v struct {
 		Account string `json:"account_uuid"`
 	}
-	if json.Unmarshal([]byte(metadataUserID(body)), &v) != nil {
+	if json.Unmarshal([]byte(userID), &v) != nil {
 		return ""
 	}
 	return hint(v.Account)

@@ -25,7 +25,8 @@ func TestCredential(t *testing.T) {
 		{"empty bearer", http.Header{"Authorization": {"Bearer  "}}, nil, "", ""},
 	}
 	for _, c := range cases {
-		kind, cred := credential(c.h, c.body)
+		rb, _ := readRequestBody(c.body)
+		kind, cred := credential(c.h, rb.userID)
 		if kind != c.kind || cred != c.cred {
 			t.Errorf("%s: got %q %q, want %q %q", c.name, kind, cred, c.kind, c.cred)
 		}

@@ -29,11 +29,18 @@ import (
 // two messages' ends), so what they hold is a small part of the region's
 // bytes, and counted in MaxHeld.
 
-// base is one history's last compiled request.
+// base is one history's last compiled request. Its bytes are the client's
+// (its region is a part of the request's own buffer, never copied); the
+// daemon was shown them with string contents written as text blocks
+// (shape.go), and that is the form a digest hashes: wraps say where.
+// Equal bytes as the client sent them are equal bytes as the daemon was
+// shown them, so what a request shares with its base is found in the
+// client's bytes.
 type base struct {
 	compileID string
 	region    []byte // the messages, first element's first byte to the last's last
 	ends      []int  // each message's end in region; the first starts at 0
+	wraps     []span // the string contents in region, ascending
 	marks     []mark // ascending by msg
 	used      uint64
 	sent      sentAs // what the request was sent as (speculate.go)
@@ -43,11 +50,8 @@ type base struct {
 // body and the byte ranges its plan cut out of it (ascending). The next
 // turn of the history sends ahead of its compile what these predict.
 type sentAs struct {
-	body []byte
+	body []byte // the buffer region is a part of
 	cuts []span
-	// own: body is not the buffer region was cut from (the daemon was
-	// shown string content as text blocks), so it counts apart.
-	own bool
 }
 
 // mark is the SHA-256 state of a base's region up to message msg's end.
@@ -62,12 +66,12 @@ const markEvery = 64 << 10
 
 // held is what a base counts against MaxHeld.
 func (bs *base) held() int {
-	n := len(bs.region) + 8*len(bs.ends)
+	n := len(bs.region) + 8*len(bs.ends) + 16*len(bs.wraps)
 	for _, m := range bs.marks {
 		n += len(m.state) + 8
 	}
-	if bs.sent.own {
-		n += len(bs.sent.body)
+	if bs.sent.body != nil {
+		n += len(bs.sent.body) - len(bs.region) // the body beyond its messages
 	}
 	return n + 16*len(bs.sent.cuts)
 }
@@ -111,11 +115,17 @@ func (b *bases) get(key string) *base {
 // shares only some of them (a retry, the same request again, an edit)
 // still hashes only from the last mark they share.
 func (b *bases) put(key, compileID string, body []byte, els []span, from *base) {
-	b.putSent(key, compileID, body, els, from, sentAs{})
+	wraps, err := stringContents(body, els)
+	if err != nil {
+		b.drop(key)
+		return
+	}
+	b.putSent(key, compileID, body, els, wraps, from, sentAs{})
 }
 
-// putSent is put with what the request was sent as.
-func (b *bases) putSent(key, compileID string, body []byte, els []span, from *base, sent sentAs) {
+// putSent is put with the body's string contents (stringContents) and
+// what the request was sent as.
+func (b *bases) putSent(key, compileID string, body []byte, els, wraps []span, from *base, sent sentAs) {
 	if len(els) == 0 {
 		b.drop(key)
 		return
@@ -125,6 +135,10 @@ func (b *bases) putSent(key, compileID string, body []byte, els []span, from *ba
 	ends := make([]int, len(els))
 	for i, e := range els {
 		ends[i] = e.end - first
+	}
+	inRegion := make([]span, len(wraps))
+	for i, w := range wraps {
+		inRegion[i] = span{w.start - first, w.end - first}
 	}
 	shared, old := 0, from
 	if old != nil {
@@ -137,8 +151,8 @@ func (b *bases) putSent(key, compileID string, body []byte, els []span, from *ba
 	}
 	// Hashing is done outside the lock; a base is never written once put,
 	// so reading its marks here is safe.
-	nb := &base{compileID: compileID, region: region, ends: ends, sent: sent}
-	nb.marks = marksFor(region, ends, old, shared)
+	nb := &base{compileID: compileID, region: region, ends: ends, wraps: inRegion, sent: sent}
+	nb.marks = marksFor(region, ends, inRegion, old, shared)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if cur := b.byKey[key]; cur != nil {
@@ -179,8 +193,8 @@ func (bs *base) sharedWith(region []byte, ends []int) int {
 
 // marksFor returns a new region's marks: the old base's marks over the
 // shared messages the two hold byte for byte, then the new bytes hashed
-// from the last of those.
-func marksFor(region []byte, ends []int, old *base, shared int) []mark {
+// (as the daemon was shown them) from the last of those.
+func marksFor(region []byte, ends []int, wraps []span, old *base, shared int) []mark {
 	var marks []mark
 	h, at := sha256.New(), 0
 	if old != nil {
@@ -205,7 +219,7 @@ func marksFor(region []byte, ends []int, old *base, shared int) []mark {
 	}
 	since := 0
 	for i := start; i < len(ends); i++ {
-		h.Write(region[at:ends[i]])
+		writeShown(h, region, at, ends[i], wraps)
 		since += ends[i] - at
 		at = ends[i]
 		if since >= markEvery || i >= len(ends)-2 {
@@ -269,8 +283,8 @@ func (bs *base) shared(body []byte, els []span) (int, string) {
 	return n, bs.digest(n)
 }
 
-// digest is the SHA-256 of the region's first n messages, hashed from the
-// last mark at or before them.
+// digest is the SHA-256 of the region's first n messages as the daemon
+// was shown them, hashed from the last mark at or before them.
 func (bs *base) digest(n int) string {
 	h, at := sha256.New(), 0
 	for i := len(bs.marks) - 1; i >= 0; i-- {
@@ -283,7 +297,7 @@ func (bs *base) digest(n int) string {
 			break
 		}
 	}
-	h.Write(bs.region[at:bs.ends[n-1]])
+	writeShown(h, bs.region, at, bs.ends[n-1], bs.wraps)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -76,19 +76,27 @@ func TestBasesBounded(t *testing.T) {
 // over from the bases before it; and the marks stay sparse.
 func TestBaseDigestMarks(t *testing.T) {
 	b := newBases(1 << 30)
-	var msgs []string
-	body := func() []byte {
+	// Each message as the client sends it and as the daemon is shown it
+	// (shape.go), written apart here: a digest is of the second.
+	type message struct{ sent, shown string }
+	var msgs []message
+	body := func(form func(message) string) []byte {
 		out := []byte(`{"model":"m","messages":[`)
 		for i, m := range msgs {
 			if i > 0 {
 				out = append(out, ", "[:1+i%2]...) // separators differ
 			}
-			out = append(out, m...)
+			out = append(out, form(m)...)
 		}
 		return append(out, "]}"...)
 	}
-	msg := func(i, size int) string {
-		return fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, strings.Repeat("x", size))
+	msg := func(i, size int) message {
+		text := fmt.Sprintf(`"%d %s"`, i, strings.Repeat("x", size))
+		if i%3 == 0 { // a text block, sent and shown alike
+			m := `{"role":"user","content":[{"type":"text","text":` + text + `}]}`
+			return message{m, m}
+		}
+		return message{`{"role":"user","content":` + text + `}`, `{"role":"user","content":[{"type":"text","text":` + text + `}]}`}
 	}
 	for step := 0; step < 60; step++ {
 		switch {
@@ -96,18 +104,22 @@ func TestBaseDigestMarks(t *testing.T) {
 		case step%11 == 5: // an old message edited
 			msgs[len(msgs)/2] = msg(-step, 10)
 		default:
-			msgs = append(msgs, msg(step, (step*37)%5000), msg(step, (step*7919)%(90<<10)))
+			msgs = append(msgs, msg(step, (step*37)%5000), msg(step+1, (step*7919)%(90<<10)))
 		}
-		body := body()
+		body, shown := body(func(m message) string { return m.sent }), body(func(m message) string { return m.shown })
 		_, els, err := messageSpans(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, shownEls, err := messageSpans(shown)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.put("k", fmt.Sprintf("c_%d", step), body, els, nil)
 		bs := b.get("k")
-		first := els[0].start
+		first := shownEls[0].start
 		for n := 1; n <= len(els); n++ {
-			sum := sha256.Sum256(body[first:els[n-1].end])
+			sum := sha256.Sum256(shown[first:shownEls[n-1].end])
 			if got, want := bs.digest(n), hex.EncodeToString(sum[:]); got != want {
 				t.Fatalf("step %d: digest of %d of %d messages %s, want %s", step, n, len(els), got, want)
 			}

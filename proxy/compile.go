@@ -14,7 +14,7 @@ import (
 type compiled struct {
 	id   ident
 	ans  *api.CompileAnswer
-	sent []byte // the body to send: the client's, with the plan spliced in
+	sent spliced // the body to send: the client's, with the plan spliced in
 	dry  bool
 	org  string // the answer's anthropic-organization-id (learnAccount)
 }
@@ -43,8 +43,8 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 		}
 	}
 	// The daemon is shown string content as a text block (shape.go); the
-	// plan's paths fit the client's body as they fit this one.
-	shown, shownArr, shownEls, err := textBlocks(body, arr, els)
+	// plan's paths fit the client's body as they fit that form.
+	wraps, err := stringContents(body, els)
 	if err != nil {
 		return nil, nil // not a body the daemon could read either: send it on
 	}
@@ -52,22 +52,28 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	call := &api.CompileCall{Conversation: id.conversation, Branch: id.branch, Account: id.account, DryRun: dry, Return: api.ReturnPlan}
 	var ans *api.CompileAnswer
 	var from *base // the base this request extends whole (bases.put)
+	by := "full"
 	if bs := p.bases.get(key); bs != nil && !dry {
-		if n, digest := bs.shared(shown, shownEls); n > 0 {
+		if n, digest := bs.shared(body, els); n > 0 {
 			if n == len(bs.ends) {
 				from = bs
 			}
 			byRef := *call
 			byRef.Base = &api.CompileBase{CompileID: bs.compileID, Messages: n, Digest: digest}
-			byRef.Request = withMessages(shown, shownArr, shownEls, n)
+			byRef.Request = withMessages(body, arr, els, n, wraps)
 			ans, err = p.client.Compile(ctx, &byRef)
+			by = "reference"
 			if e, ok := errors.AsType[*api.Error](err); ok && (e.Code == api.CodeBaseUnknown || e.Code == api.CodeBaseMismatch) {
 				p.log.Debug("proxy: compile by reference refused; compiling in full", "conversation", id.conversation, "branch", id.branch, "code", e.Code)
-				ans, err = nil, nil
+				ans, err, by = nil, nil, "refused"
 			}
 		}
 	}
 	if ans == nil && err == nil {
+		shown, _, _, serr := textBlocks(body, arr, els)
+		if serr != nil {
+			return nil, nil // not a body the daemon could read either: send it on
+		}
 		call.Request = shown
 		ans, err = p.client.Compile(ctx, call)
 	}
@@ -79,6 +85,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 		return nil, nil
 	}
 	p.metrics.compile.Observe(time.Since(began).Seconds())
+	p.metrics.compiles.WithLabelValues(by).Inc()
 	p.health.up()
 	cuts, err := planCuts(body, arr, els, ans.Strips, ans.DroppedMessages)
 	if err != nil {
@@ -91,8 +98,7 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	if !dry {
 		if ans.Bound && ans.CompileID != "" {
-			own := len(shown) != len(body) || &shown[0] != &body[0]
-			p.bases.putSent(key, ans.CompileID, shown, shownEls, from, sentAs{body: body, cuts: cuts, own: own})
+			p.bases.putSent(key, ans.CompileID, body, els, wraps, from, sentAs{body: body, cuts: cuts})
 		} else {
 			p.bases.drop(key)
 		}

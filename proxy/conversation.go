@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // Which conversation a request belongs to.
@@ -53,8 +54,10 @@ type ident struct {
 	account      string // the credential's fingerprint (account.go); "" none
 }
 
-// identify reads the request's hints and its first message.
-func identify(h http.Header, body []byte, els []span) ident {
+// identify reads the request's hints and its first message (its key from
+// keys, when not nil).
+func identify(h http.Header, body []byte, rb requestBody, keys *historyKeys) ident {
+	els := rb.els
 	client := clientName(h)
 	session := hint(h.Get("X-Claude-Code-Session-Id"))
 	if session != "" {
@@ -64,7 +67,7 @@ func identify(h http.Header, body []byte, els []span) ident {
 		session = hint(h.Get("X-Session-Id"))
 	}
 	if session == "" {
-		session = metadataSession(body)
+		session = metadataSession(rb.userID)
 	}
 	id := ident{client: client, conversation: client}
 	if session != "" {
@@ -76,7 +79,7 @@ func identify(h http.Header, body []byte, els []span) ident {
 	}
 	id.branch = agent
 	if len(els) > 0 {
-		id.branch += "/" + historyKey(body[els[0].start:els[0].end])
+		id.branch += "/" + keys.of(body[els[0].start:els[0].end])
 	}
 	return id
 }
@@ -119,35 +122,55 @@ func hint(s string) string {
 // metadataSession reads metadata.user_id's session: Claude Code's JSON
 // string {"device_id":…,"session_id":…}, or its older
 // "user_<hash>_account__session_<uuid>".
-func metadataSession(body []byte) string {
-	s := metadataUserID(body)
+func metadataSession(userID string) string {
 	var v struct {
 		Session string `json:"session_id"`
 	}
-	if json.Unmarshal([]byte(s), &v) == nil && v.Session != "" {
+	if json.Unmarshal([]byte(userID), &v) == nil && v.Session != "" {
 		return hint(v.Session)
 	}
-	if _, after, ok := strings.Cut(s, "_session_"); ok {
+	if _, after, ok := strings.Cut(userID, "_session_"); ok {
 		return hint(after)
 	}
 	return ""
 }
 
-// metadataUserID is the string metadata.user_id holds ("" when none).
-func metadataUserID(body []byte) string {
-	md, ok, err := topMember(body, "metadata")
-	if err != nil || !ok {
-		return ""
+// historyKeys remembers the keys of the first messages it was asked for:
+// a history sends the same first message on every turn, and reading it as
+// JSON to take its key cost 70 µs of a 10 KB request's path. A first
+// message over maxKeyed bytes is read every time; the memory is bounded by
+// keyedBytes, and starts empty again when full.
+type historyKeys struct {
+	mu    sync.Mutex
+	keys  map[string]string
+	bytes int
+}
+
+const (
+	maxKeyed   = 64 << 10
+	keyedBytes = 4 << 20
+)
+
+// of is historyKey(msg), remembered.
+func (k *historyKeys) of(msg []byte) string {
+	if k == nil || len(msg) > maxKeyed {
+		return historyKey(msg)
 	}
-	uid, ok, err := member(body, md, "user_id")
-	if err != nil || !ok {
-		return ""
+	k.mu.Lock()
+	key, ok := k.keys[string(msg)]
+	k.mu.Unlock()
+	if ok {
+		return key
 	}
-	var s string
-	if json.Unmarshal(body[uid.start:uid.end], &s) != nil {
-		return ""
+	key = historyKey(msg)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil || k.bytes+len(msg) > keyedBytes {
+		k.keys, k.bytes = map[string]string{}, 0
 	}
-	return s
+	k.keys[string(msg)] = key
+	k.bytes += len(msg) + len(key)
+	return key
 }
 
 // historyKey is 12 hex digits of the SHA-256 of a message's value with

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ func TestIdentify(t *testing.T) {
 		return h
 	}
 	key := historyKey(body[els[0].start:els[0].end])
+	var keys historyKeys
 	for _, c := range []struct {
 		name      string
 		h         http.Header
@@ -38,13 +40,15 @@ func TestIdentify(t *testing.T) {
 		{"a hint with a space is not used", hdr("User-Agent", "x/1", "X-Session-Id", "a b"), []byte(`{"messages":[{"role":"user","content":"hello"}]}`), "x", "main/" + key, "x"},
 		{"a hint too long is not used", hdr("X-Session-Id", strings.Repeat("a", maxHint+1)), []byte(`{"messages":[{"role":"user","content":"hello"}]}`), "client", "main/" + key, "client"},
 	} {
-		_, els, err := messageSpans(c.body)
+		rb, err := readRequestBody(c.body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := identify(c.h, c.body, els)
-		if id.conversation != c.conv || id.branch != c.br || id.client != c.clientGot {
-			t.Errorf("%s: %+v, want %s %s %s", c.name, id, c.conv, c.br, c.clientGot)
+		for _, keys := range []*historyKeys{nil, &keys, &keys} { // not remembered, then asked, then remembered
+			id := identify(c.h, c.body, rb, keys)
+			if id.conversation != c.conv || id.branch != c.br || id.client != c.clientGot {
+				t.Errorf("%s: %+v, want %s %s %s", c.name, id, c.conv, c.br, c.clientGot)
+			}
 		}
 	}
 }
@@ -69,6 +73,40 @@ func TestHistoryKey(t *testing.T) {
 	} {
 		if historyKey([]byte(other)) == k {
 			t.Errorf("%s has the key of another first message", other)
+		}
+	}
+}
+
+// TestHistoryKeysRemembered: a remembered key is the message's own, for
+// each message; what is remembered stays within its bound, and a message
+// over maxKeyed is not kept.
+func TestHistoryKeysRemembered(t *testing.T) {
+	var keys historyKeys
+	msg := func(i int, size int) []byte {
+		return []byte(fmt.Sprintf(`{"role":"user","content":"%d %s"}`, i, strings.Repeat("x", size)))
+	}
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 3; i++ {
+			m := msg(i, 10)
+			if got, want := keys.of(m), historyKey(m); got != want {
+				t.Fatalf("round %d, message %d: key %s, want %s", round, i, got, want)
+			}
+		}
+	}
+	if len(keys.keys) != 3 {
+		t.Errorf("%d keys remembered, want 3", len(keys.keys))
+	}
+	big := msg(9, maxKeyed)
+	if keys.of(big) != historyKey(big) || len(keys.keys) != 3 {
+		t.Errorf("a first message over maxKeyed: %d keys remembered", len(keys.keys))
+	}
+	for i := 0; i < 2*keyedBytes/(maxKeyed/2); i++ {
+		m := msg(100+i, maxKeyed/2)
+		if keys.of(m) != historyKey(m) {
+			t.Fatalf("message %d: another key", i)
+		}
+		if keys.bytes > keyedBytes {
+			t.Fatalf("%d bytes remembered, over the bound of %d", keys.bytes, keyedBytes)
 		}
 	}
 }

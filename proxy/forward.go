@@ -45,7 +45,8 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 	ctx := r.Context()
 	var c *compiled
 	var ahead *speculation
-	arr, els, err := messageSpans(body)
+	rb, err := readRequestBody(body)
+	arr, els := rb.arr, rb.els
 	if err != nil {
 		if !jsonscan.Valid(body) {
 			writeAPIError(w, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error",
@@ -54,8 +55,8 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		}
 		// Valid JSON without a messages array: the upstream answers it.
 	} else {
-		id := identify(r.Header, body, els)
-		id.account = p.account(ctx, r.Header, body)
+		id := identify(r.Header, body, rb, &p.keys)
+		id.account = p.account(ctx, r.Header, rb.userID)
 		if !count {
 			ahead = p.speculate(ctx, r, baseKey(id), body)
 		}
@@ -67,7 +68,7 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 			return // the client went away
 		}
 	}
-	send := body
+	send := whole(body)
 	if c != nil {
 		send = c.sent
 	}
@@ -82,7 +83,7 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 		p.metrics.ahead.WithLabelValues(outcome).Inc()
 	}
 	if !sentAhead {
-		resp, err = p.send(ctx, r, send)
+		resp, err = p.send(ctx, r, &send)
 	}
 	if err != nil {
 		p.upstreamFailed(w, ctx, err)
@@ -128,18 +129,26 @@ func (p *Proxy) readBody(r *http.Request) ([]byte, *apiError) {
 }
 
 // send forwards the request upstream with the client's headers (its
-// credentials among them, untouched) and the given body.
-func (p *Proxy) send(ctx context.Context, r *http.Request, body []byte) (*http.Response, error) {
+// credentials among them, untouched) and the given body (nil: the
+// client's, as it arrives).
+func (p *Proxy) send(ctx context.Context, r *http.Request, body *spliced) (*http.Response, error) {
 	var rd io.Reader
 	length := r.ContentLength
 	if body != nil {
-		rd, length = bytes.NewReader(body), int64(len(body))
+		rd, length = body.reader(), int64(body.Len())
 	} else if r.Body != nil {
 		rd = r.Body
 	}
 	out, err := p.upstreamRequest(ctx, r, rd, length)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		// The transport sends a request again on a fresh connection when
+		// the idle one it chose was closed under it, if it can read the
+		// body again.
+		b := *body
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(b.reader()), nil }
 	}
 	return p.hc.Do(out)
 }

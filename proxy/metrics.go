@@ -30,6 +30,7 @@ type metrics struct {
 	inFlight  prometheus.Gauge
 	overloads prometheus.Counter
 	ahead     *prometheus.CounterVec // outcome
+	compiles  *prometheus.CounterVec // by
 }
 
 func newMetrics() *metrics {
@@ -59,7 +60,9 @@ func newMetrics() *metrics {
 		Help: "Requests answered 529 because --max-streams were in flight."})
 	m.ahead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bindery_proxy_sent_ahead_total",
 		Help: "Requests whose body was sent upstream ahead of its compile (speculate.go), by outcome (completed; abandoned short of its length and sent again whole)."}, []string{"outcome"})
-	m.reg.MustRegister(m.requests, m.ttfb, m.compile, m.failOpen, m.stripped, m.kept, m.retries, m.accepts, m.inFlight, m.overloads, m.ahead)
+	m.compiles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bindery_proxy_compiles_total",
+		Help: "Compiles answered, by how the request was given (reference: the messages after those its history's last request shares; full: no base held; refused: by reference, refused by the daemon (it holds no such base, or other bytes), then in full)."}, []string{"by"})
+	m.reg.MustRegister(m.requests, m.ttfb, m.compile, m.failOpen, m.stripped, m.kept, m.retries, m.accepts, m.inFlight, m.overloads, m.ahead, m.compiles)
 	return m
 }
 

@@ -71,6 +71,7 @@ type Proxy struct {
 	slots    chan struct{}
 	wg       sync.WaitGroup // accepts in flight
 	salt     accountSalt    // account.go
+	keys     historyKeys    // conversation.go
 	metrics  *metrics       // metrics.go
 }
 
@@ -133,6 +134,10 @@ func New(cfg Config) (*Proxy, error) {
 			// each became its own write and flush to the client. With room
 			// for many, one read takes all that has arrived.
 			ReadBufferSize: 64 << 10,
+			// A body sent ahead through a pipe (speculate.go) is copied
+			// through the write buffer: at the default 4 KB, 1 MB was 256
+			// writes, each waking the upstream's reader on a busy machine.
+			WriteBufferSize: 64 << 10,
 		}
 	}
 	p := &Proxy{

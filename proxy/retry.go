@@ -97,7 +97,7 @@ func (p *Proxy) refused(ctx context.Context, r *http.Request, resp *http.Respons
 		return resp, nil
 	}
 	p.log.Info("proxy: the provider refused a thinking block; released it and every later one, retrying once", c.logAttr(), "path", path, "released", ra.Released, "retry", again.ans.CompileID, "stripped", again.ans.ThinkingStripped)
-	retry, err := p.send(ctx, r, again.sent)
+	retry, err := p.send(ctx, r, &again.sent)
 	if err != nil {
 		p.metrics.retries.WithLabelValues("failed").Inc()
 		if ctx.Err() == nil {

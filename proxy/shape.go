@@ -1,5 +1,11 @@
 package proxy
 
+import (
+	"bytes"
+	"io"
+	"slices"
+)
+
 // What the daemon is shown: the client's request with every message's
 // string content written as one text block ("content":"x" becomes
 // "content":[{"type":"text","text":"x"}], the string's bytes kept).
@@ -19,52 +25,71 @@ package proxy
 // that tells them apart costs a binding refusal, which the proxy releases
 // and retries (retry.go): never a refusal the client sees.
 
+// textOpen and textClose wrap a string content into one text block.
+const textOpen, textClose = `[{"type":"text","text":`, `}]`
+
+// stringContents are the spans of the messages' contents that are
+// strings, ascending: the edits textBlocks makes.
+func stringContents(body []byte, els []span) ([]span, error) {
+	var out []span
+	for _, m := range els {
+		c, ok, err := member(body, m, "content")
+		if err != nil {
+			return nil, err
+		}
+		if ok && body[c.start] == '"' {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// writeShown writes to w what the daemon is shown of b[from:to]: its bytes
+// with each string content in wraps (ascending, in b's offsets) written as
+// one text block. A wrap lies within a message, and from and to are never
+// inside one, so the daemon's form of a run of messages is written without
+// building the whole body again (a 1 MB copy on every turn).
+func writeShown(w io.Writer, b []byte, from, to int, wraps []span) {
+	i, _ := slices.BinarySearchFunc(wraps, from, func(s span, at int) int { return s.start - at })
+	at := from
+	for ; i < len(wraps) && wraps[i].end <= to; i++ {
+		c := wraps[i]
+		w.Write(b[at:c.start])
+		io.WriteString(w, textOpen)
+		w.Write(b[c.start:c.end])
+		io.WriteString(w, textClose)
+		at = c.end
+	}
+	w.Write(b[at:to])
+}
+
 // textBlocks returns body with each message's string content written as
 // one text block, or body itself when no message has string content, and
 // the messages array's span and its elements' in what it returns (every
 // edit lies inside the array: its start stays, its end moves by what was
 // added), so the body is scanned once.
 func textBlocks(body []byte, arr span, els []span) ([]byte, span, []span, error) {
-	type edit struct{ content span }
-	var edits []edit
-	for _, m := range els {
-		c, ok, err := member(body, m, "content")
-		if err != nil {
-			return nil, span{}, nil, err
-		}
-		if ok && body[c.start] == '"' {
-			edits = append(edits, edit{c})
-		}
+	edits, err := stringContents(body, els)
+	if err != nil {
+		return nil, span{}, nil, err
 	}
 	if len(edits) == 0 {
 		return body, arr, els, nil
 	}
-	const open, closing = `[{"type":"text","text":`, `}]`
-	out := make([]byte, 0, len(body)+len(edits)*(len(open)+len(closing)))
-	at := 0
-	shift := make([]int, 0, len(edits)) // bytes added before each edit's end
-	added := 0
-	for _, e := range edits {
-		out = append(out, body[at:e.content.start]...)
-		out = append(out, open...)
-		out = append(out, body[e.content.start:e.content.end]...)
-		out = append(out, closing...)
-		at = e.content.end
-		added += len(open) + len(closing)
-		shift = append(shift, added)
-	}
-	out = append(out, body[at:]...)
+	added := len(edits) * (len(textOpen) + len(textClose))
+	out := bytes.NewBuffer(make([]byte, 0, len(body)+added))
+	writeShown(out, body, 0, len(body), edits)
 	// The messages' spans in the new body: each moves by what was added
 	// before it, its own edit included in its end.
 	moved := make([]span, len(els))
 	k, before := 0, 0
 	for i, m := range els {
 		start := m.start + before
-		for k < len(edits) && edits[k].content.end <= m.end {
-			before = shift[k]
+		for k < len(edits) && edits[k].end <= m.end {
+			before += len(textOpen) + len(textClose)
 			k++
 		}
 		moved[i] = span{start, m.end + before}
 	}
-	return out, span{arr.start, arr.end + added}, moved, nil
+	return out.Bytes(), span{arr.start, arr.end + added}, moved, nil
 }

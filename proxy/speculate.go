@@ -147,20 +147,18 @@ func (p *Proxy) speculate(ctx context.Context, r *http.Request, key string, body
 }
 
 // matches says whether sent is what was sent ahead followed by the rest:
-// the announced length, and the bytes sent ahead its beginning.
-func (s *speculation) matches(sent []byte) bool {
-	if len(sent) != s.length {
-		return false
+// the announced length, and the bytes sent ahead its beginning (compared
+// byte for byte, not by where they came from). rest is what follows them.
+func (s *speculation) matches(sent spliced) (rest spliced, ok bool) {
+	if sent.Len() != s.length {
+		return spliced{}, false
 	}
-	at := 0
+	head, rest := sent.cut(s.size)
+	var was spliced
 	for _, sp := range s.spans {
-		n := sp.end - sp.start
-		if !bytes.Equal(sent[at:at+n], s.body[sp.start:sp.end]) {
-			return false
-		}
-		at += n
+		was.add(s.body[sp.start:sp.end])
 	}
-	return true
+	return rest, head.equal(was)
 }
 
 // finish completes the request with sent, the compiled body, when the
@@ -169,14 +167,18 @@ func (s *speculation) matches(sent []byte) bool {
 // the request was abandoned short of its length (the prediction was wrong,
 // or the request failed before its body was complete): the caller sends
 // sent whole, as if nothing had been sent ahead.
-func (s *speculation) finish(sent []byte) (resp *http.Response, err error, ok bool) {
-	if !s.matches(sent) {
+func (s *speculation) finish(sent spliced) (resp *http.Response, err error, ok bool) {
+	rest, match := s.matches(sent)
+	if !match {
 		s.abandon()
 		return nil, nil, false
 	}
 	werr := <-s.wrote
-	if werr == nil {
-		_, werr = s.pw.Write(sent[s.size:])
+	for _, p := range rest.pieces {
+		if werr != nil {
+			break
+		}
+		_, werr = s.pw.Write(p)
 	}
 	if werr != nil {
 		// The transport stopped reading the body short of its length: it

@@ -131,20 +131,22 @@ func speculationCase(t *testing.T) (*Proxy, *recorder, []byte, []byte) {
 	if err != nil || len(cuts) != 1 {
 		t.Fatalf("cuts %v, %v", cuts, err)
 	}
-	p.bases.putSent("k", "c_1", body0, els, nil, sentAs{body: body0, cuts: cuts})
+	p.bases.putSent("k", "c_1", body0, els, nil, nil, sentAs{body: body0, cuts: cuts})
 	return p, rc, body0, body1
 }
 
-func cutThinking(t *testing.T, body []byte) []byte {
+// cutThinking is body with its thinking block cut, as compile sends it:
+// the pieces of body around the cut.
+func cutThinking(t *testing.T, body []byte) spliced {
 	arr, els, err := messageSpans(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := applyPlanAt(body, arr, els, []api.Strip{{Path: "messages.1.content.0"}}, nil)
+	cuts, err := planCuts(body, arr, els, []api.Strip{{Path: "messages.1.content.0"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return splice(body, cuts)
 }
 
 // TestSpeculationSendsOnlyTheCompiledBody: whatever the compile decides,
@@ -154,26 +156,26 @@ func cutThinking(t *testing.T, body []byte) []byte {
 func TestSpeculationSendsOnlyTheCompiledBody(t *testing.T) {
 	cases := []struct {
 		name  string
-		final func(t *testing.T, body1 []byte) []byte
+		final func(t *testing.T, body1 []byte) spliced
 		ahead bool // the request sent ahead completes
 	}{
 		{"the same cut: completed ahead", cutThinking, true},
-		{"nothing cut (the daemon failed open): abandoned", func(_ *testing.T, b []byte) []byte { return b }, false},
-		{"the same length, one byte other: abandoned", func(t *testing.T, b []byte) []byte {
-			out := bytes.Clone(cutThinking(t, b))
+		{"nothing cut (the daemon failed open): abandoned", func(_ *testing.T, b []byte) spliced { return whole(b) }, false},
+		{"the same length, one byte other: abandoned", func(t *testing.T, b []byte) spliced {
+			out := bytes.Clone(cutThinking(t, b).bytes())
 			out[100] = 'y'
-			return out
+			return whole(out)
 		}, false},
-		{"the same length, the last byte sent ahead other: abandoned", func(t *testing.T, b []byte) []byte {
-			out := bytes.Clone(cutThinking(t, b))
+		{"the same length, the last byte sent ahead other: abandoned", func(t *testing.T, b []byte) spliced {
+			out := bytes.Clone(cutThinking(t, b).bytes())
 			end := []byte(`"text":"a"}]}`)
 			out[bytes.Index(out, end)+len(end)-1] = ' '
-			return out
+			return whole(out)
 		}, false},
-		{"the same length, a byte after those sent ahead other: completed ahead", func(t *testing.T, b []byte) []byte {
-			out := bytes.Clone(cutThinking(t, b))
+		{"the same length, a byte after those sent ahead other: completed ahead", func(t *testing.T, b []byte) spliced {
+			out := bytes.Clone(cutThinking(t, b).bytes())
 			out[len(out)-1] = ' '
-			return out
+			return whole(out)
 		}, true},
 	}
 	for _, c := range cases {
@@ -195,7 +197,7 @@ func TestSpeculationSendsOnlyTheCompiledBody(t *testing.T) {
 				t.Fatalf("finish: ok = %v, want %v (err %v)", ok, c.ahead, err)
 			}
 			if !ok {
-				if resp, err = p.send(context.Background(), r, final); err != nil {
+				if resp, err = p.send(context.Background(), r, &final); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -211,7 +213,7 @@ func TestSpeculationSendsOnlyTheCompiledBody(t *testing.T) {
 			for {
 				bodies, incomplete := rc.seen()
 				if incomplete == want || time.Now().After(deadline) {
-					if len(bodies) != 1 || !bytes.Equal(bodies[0], final) {
+					if len(bodies) != 1 || !bytes.Equal(bodies[0], final.bytes()) {
 						t.Errorf("the upstream read %d complete bodies; want one, the compiled one", len(bodies))
 					}
 					if incomplete != want {

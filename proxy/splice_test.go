@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +80,7 @@ func TestRemovalsEveryShape(t *testing.T) {
 				want = append(want, all[i])
 			}
 		}
-		out := splice(arr, removals(arr, span{0, len(arr)}, els, rm))
+		out := splice(arr, removals(arr, span{0, len(arr)}, els, rm)).bytes()
 		var got []any
 		if err := decodeNumbers(out, &got); err != nil {
 			t.Errorf("mask %04b: %s is not JSON: %v", mask, out, err)
@@ -144,6 +147,52 @@ func TestBindingRefusal(t *testing.T) {
 	} {
 		if got := bindingRefusal([]byte(body)); got != want {
 			t.Errorf("bindingRefusal(%.60s) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+// TestSpliced: a body kept as pieces reads, cuts and compares as the same
+// bytes in one buffer would, wherever its pieces begin and end.
+func TestSpliced(t *testing.T) {
+	b := []byte("0123456789abcdefghij")
+	flat := func(cuts []span) []byte {
+		var out []byte
+		at := 0
+		for _, c := range cuts {
+			out = append(out, b[at:c.start]...)
+			at = c.end
+		}
+		return append(out, b[at:]...)
+	}
+	for _, cuts := range [][]span{nil, {{0, 3}}, {{2, 5}, {9, 10}}, {{5, 6}, {0, 1}}, {{0, 20}}, {{19, 20}}, {{3, 3}}} {
+		want := flat(slices.SortedFunc(slices.Values(cuts), func(x, y span) int { return x.start - y.start }))
+		s := splice(b, slices.Clone(cuts))
+		if s.Len() != len(want) || !bytes.Equal(s.bytes(), want) {
+			t.Fatalf("cuts %v: %q (%d), want %q", cuts, s.bytes(), s.Len(), want)
+		}
+		read, _ := io.ReadAll(s.reader())
+		again, _ := io.ReadAll(s.reader())
+		if !bytes.Equal(read, want) || !bytes.Equal(again, want) {
+			t.Fatalf("cuts %v: read %q then %q, want %q", cuts, read, again, want)
+		}
+		for n := 0; n <= len(want); n++ {
+			head, tail := s.cut(n)
+			if !bytes.Equal(head.bytes(), want[:n]) || !bytes.Equal(tail.bytes(), want[n:]) || head.Len()+tail.Len() != len(want) {
+				t.Fatalf("cuts %v, cut at %d: %q %q", cuts, n, head.bytes(), tail.bytes())
+			}
+			if !head.equal(whole(want[:n])) || !whole(want[n:]).equal(tail) {
+				t.Fatalf("cuts %v, cut at %d: not equal to the same bytes whole", cuts, n)
+			}
+			if n < len(want) {
+				other := bytes.Clone(want)
+				other[n] ^= 1
+				if s.equal(whole(other)) || whole(other).equal(s) {
+					t.Fatalf("cuts %v: equal to a body other at byte %d", cuts, n)
+				}
+			}
+		}
+		if s.equal(whole(want[:len(want)/2])) && len(want) > 0 {
+			t.Fatalf("cuts %v: equal to a shorter body", cuts)
 		}
 	}
 }

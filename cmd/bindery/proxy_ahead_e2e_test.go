@@ -99,5 +99,11 @@ func TestProxySendsAheadOfTheCompile(t *testing.T) {
 	if stripped < 3 {
 		t.Errorf("%d requests stripped: the edit should strip the turns after it", stripped)
 	}
+	// Every follow-up compiled by reference, the daemon finding the
+	// digest of the messages shared (the host's prompts are strings, which
+	// the daemon is shown as text blocks) equal to the bytes it holds.
+	if by, refused := m[`bindery_proxy_compiles_total{by="reference"}`], m[`bindery_proxy_compiles_total{by="refused"}`]; int(by) != len(h.sent)-1 || refused != 0 {
+		t.Errorf("%v of %d follow-ups compiled by reference, %v refused\n%s", by, len(h.sent)-1, refused, text)
+	}
 	pe.checkNoCredential()
 }
