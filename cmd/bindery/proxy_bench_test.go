@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -295,9 +296,12 @@ func BenchmarkProxyStream(b *testing.B) {
 }
 
 // BenchmarkProxyMemory: the proxy's resident memory (its own process)
-// after one long stream, then after 16 at once: bounded per stream, and
-// flat across concurrent streams (the side copy keeps a reply's blocks,
-// never the stream).
+// while one long reply streams, and while 16 do at once, each in a proxy
+// just started (a process keeps the heap it grew, so a second measure in
+// the same one would read the first's). Bounded per stream (the side copy
+// keeps a reply's blocks for its accept, never the stream, and no more
+// than --max-reply), and flat across concurrent streams: each of 16 costs
+// no more than one alone.
 func BenchmarkProxyMemory(b *testing.B) {
 	e := newE2EB(b)
 	e.serveB(b)
@@ -311,13 +315,11 @@ func BenchmarkProxyMemory(b *testing.B) {
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
-	pe := &proxyE2E{e2e: e, up: up}
-	pe.startProxyTB(b)
-	stream := func(i int) {
-		h := newAPIHost(b, pe.addr, "claude-opus-5-5")
+	stream := func(addr string, i int) {
+		h := newAPIHost(b, addr, "claude-opus-5-5")
 		h.header.Set("X-Session-Id", fmt.Sprintf("mem_%d", i))
 		h.user(fmt.Sprintf("stream %d", i))
-		req, _ := http.NewRequest(http.MethodPost, pe.addr+"/v1/messages", bytes.NewReader(h.body()))
+		req, _ := http.NewRequest(http.MethodPost, addr+"/v1/messages", bytes.NewReader(h.body()))
 		req.Header = h.header.Clone()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -327,19 +329,44 @@ func BenchmarkProxyMemory(b *testing.B) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	for b.Loop() {
-		stream(0)
-		_, one := procMem(pe.proxy.Process.Pid)
+	// peak runs n streams at once through a proxy just started, and
+	// returns its resident memory before them and its peak.
+	peak := func(n int) (idle, top int64) {
+		pe := &proxyE2E{e2e: e, up: up}
+		pe.startProxyTB(b, "--metrics", "127.0.0.1:0")
+		stream(pe.addr, -1) // the process warmed: its pools and the daemon's salt
+		acceptsDone(b, pe.metrics, 1)
+		pid := pe.proxy.Process.Pid
+		idle, _ = procMem(pid)
+		// The peak so far is reset to what is resident now (proc(5),
+		// clear_refs: 5).
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+			b.Fatalf("resetting the proxy's peak memory: %v", err)
+		}
 		var wg sync.WaitGroup
-		for i := 1; i <= 16; i++ {
+		for i := range n {
 			wg.Add(1)
-			go func() { defer wg.Done(); stream(i) }()
+			go func() { defer wg.Done(); stream(pe.addr, i) }()
 		}
 		wg.Wait()
-		_, sixteen := procMem(pe.proxy.Process.Pid)
-		b.ReportMetric(float64(one)/(1<<20), "peak-rss-1-MB")
-		b.ReportMetric(float64(sixteen)/(1<<20), "peak-rss-16-MB")
+		acceptsDone(b, pe.metrics, 1+n)
+		_, top = procMem(pid)
+		pe.proxy.Process.Kill()
+		<-pe.done
+		return idle, top
 	}
+	var idle1, one, idle16, sixteen int64
+	for b.Loop() {
+		i, o := peak(1)
+		j, s := peak(16)
+		idle1, one, idle16, sixteen = idle1+i, one+o, idle16+j, sixteen+s
+	}
+	mb := func(v int64) float64 { return float64(v) / float64(b.N) / (1 << 20) }
+	b.ReportMetric(mb(idle1), "idle-rss-MB")
+	b.ReportMetric(mb(one), "peak-rss-1-MB")
+	b.ReportMetric(mb(sixteen), "peak-rss-16-MB")
+	b.ReportMetric(mb(one-idle1), "per-stream-alone-MB")
+	b.ReportMetric(mb(sixteen-idle16)/16, "per-stream-of-16-MB")
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
