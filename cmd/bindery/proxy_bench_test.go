@@ -311,14 +311,21 @@ func BenchmarkProxyMemory(b *testing.B) {
 	}
 	defer up.Close()
 	long := strings.Repeat("a reply that is long but not kept whole ", 25000) // 1 MB
-	up.SetReply(func(int, []byte) []judgetest.ReplyBlock {
+	up.SetReply(func(_ int, body []byte) []judgetest.ReplyBlock {
+		if bytes.Contains(body, []byte("warm up")) {
+			return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: "short"}}
+		}
 		return []judgetest.ReplyBlock{{Type: "thinking", Text: "t"}, {Type: "text", Text: long}}
 	})
 	up.SetDeltaSize(4096)
 	stream := func(addr string, i int) {
 		h := newAPIHost(b, addr, "claude-opus-5-5")
 		h.header.Set("X-Session-Id", fmt.Sprintf("mem_%d", i))
-		h.user(fmt.Sprintf("stream %d", i))
+		if i < 0 {
+			h.user("warm up")
+		} else {
+			h.user(fmt.Sprintf("stream %d", i))
+		}
 		req, _ := http.NewRequest(http.MethodPost, addr+"/v1/messages", bytes.NewReader(h.body()))
 		req.Header = h.header.Clone()
 		resp, err := http.DefaultClient.Do(req)
@@ -334,7 +341,7 @@ func BenchmarkProxyMemory(b *testing.B) {
 	peak := func(n int) (idle, top int64) {
 		pe := &proxyE2E{e2e: e, up: up}
 		pe.startProxyTB(b, "--metrics", "127.0.0.1:0")
-		stream(pe.addr, -1) // the process warmed: its pools and the daemon's salt
+		stream(pe.addr, -1) // the process warmed (the daemon's salt, its pools) by a short reply
 		acceptsDone(b, pe.metrics, 1)
 		pid := pe.proxy.Process.Pid
 		idle, _ = procMem(pid)
