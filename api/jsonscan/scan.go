@@ -26,6 +26,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -180,9 +181,23 @@ func Unescape(raw []byte) (string, error) {
 }
 
 // plain reports whether raw is its own value as a JSON string's contents:
-// no escape, quote or control character, and valid UTF-8.
+// no escape, quote or control character, and valid UTF-8. Eight bytes are
+// tested at a time: a long reply's side copy reads every delta through
+// here, and the byte loop was a third of its cost.
 func plain(raw []byte) bool {
-	for _, c := range raw {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// below reports whether any byte of x is below n (n <= 128): exact
+	// as to whether, not which (a borrow marks bytes above a true one).
+	// Below 1 after an XOR is a byte equal to the one XORed.
+	below := func(x, n uint64) bool { return (x-ones*n)&^x&highs != 0 }
+	i := 0
+	for ; i+8 <= len(raw); i += 8 {
+		x := binary.LittleEndian.Uint64(raw[i:])
+		if below(x, 0x20) || below(x^(ones*'"'), 1) || below(x^(ones*'\\'), 1) {
+			return false
+		}
+	}
+	for _, c := range raw[i:] {
 		if c < 0x20 || c == '"' || c == '\\' {
 			return false
 		}

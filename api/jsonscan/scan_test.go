@@ -283,3 +283,35 @@ func FuzzUnescape(f *testing.F) {
 		}
 	})
 }
+
+// TestPlainEightAtATime: plain, eight bytes at a time, answers as the
+// byte loop does for every byte value at every position of every length
+// up to three words, over ASCII and over multi-byte UTF-8.
+func TestPlainEightAtATime(t *testing.T) {
+	loop := func(raw []byte) bool {
+		for _, c := range raw {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return utf8.Valid(raw)
+	}
+	for _, fill := range []byte{'a', 0x7f, ' '} {
+		for n := 1; n <= 24; n++ {
+			for at := 0; at < n; at++ {
+				for c := 0; c < 256; c++ {
+					raw := bytes.Repeat([]byte{fill}, n)
+					raw[at] = byte(c)
+					if got, want := plain(raw), loop(raw); got != want {
+						t.Fatalf("plain(%q) = %v, the byte loop %v", raw, got, want)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{"é€😀 and more text", "ascii then \\ late", "ascii then \" late....", "ascii then \x1f late....."} {
+		if got, want := plain([]byte(s)), loop([]byte(s)); got != want {
+			t.Fatalf("plain(%q) = %v, the byte loop %v", s, got, want)
+		}
+	}
+}
