@@ -285,13 +285,22 @@ func BenchmarkProxyStream(b *testing.B) {
 	var bytesRead int64
 	add := func(t *took, d took) { t.all += d.all; t.stream += d.stream }
 	accepts := 0
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
+		// Which path goes first alternates, as in BenchmarkProxyTTFB.
+		viaProxy := func() {
+			t, _ := read(addr)
+			add(&through, t)
+			accepts++
+			acceptsDone(b, metrics, accepts)
+		}
+		if i%2 == 1 {
+			viaProxy()
+		}
 		d, n := read(up.URL)
 		add(&direct, d)
-		t, _ := read(addr)
-		add(&through, t)
-		accepts++
-		acceptsDone(b, metrics, accepts)
+		if i%2 == 0 {
+			viaProxy()
+		}
 		p, _ := read(hop.URL)
 		add(&plain, p)
 		bytesRead = n
