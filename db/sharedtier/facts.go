@@ -133,14 +133,21 @@ func (s *Store) ReleasesAfter(ctx context.Context, conversation string, after in
 	if limit <= 0 || limit > MaxReleases {
 		limit = MaxReleases
 	}
+	// One round trip (every compile joined to a tier makes this read):
+	// the lock and the read go as one batch, which the server runs as one
+	// implicit transaction, each statement with its own snapshot, so the
+	// read's is taken once the lock is held and sees a writer that held it
+	// first. As BEGIN, the lock, the read and COMMIT, it was four.
 	var out []Release
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		out = out[:0]
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(29, hashtext($1))`, conversation); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared(29, hashtext($1))`, conversation)
+	b.Queue(`SELECT ord, branch, key, reason, compile, message, path, machine, created_ms
+		FROM releases WHERE conversation = $1 AND ord > $2 ORDER BY ord LIMIT $3`, conversation, after, limit)
+	err := s.batch(ctx, b, func(res pgx.BatchResults) error {
+		if _, err := res.Exec(); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT ord, branch, key, reason, compile, message, path, machine, created_ms
-			FROM releases WHERE conversation = $1 AND ord > $2 ORDER BY ord LIMIT $3`, conversation, after, limit)
+		rows, err := res.Query()
 		if err != nil {
 			return err
 		}
@@ -189,19 +196,12 @@ func (s *Store) PutCompiles(ctx context.Context, cs []Compile) (int, error) {
 			return 0, fmt.Errorf("compile %s of conversation %q: a record of %d bytes, over its bound of %d", c.ID, c.Conversation, len(c.Record), MaxRecord)
 		}
 	}
-	added := 0
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		added = 0
-		b := &pgx.Batch{}
-		for _, c := range cs {
-			b.Queue(`INSERT INTO compiles (id, conversation, branch, machine, record, created_ms) VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT (id) DO NOTHING`, c.ID, c.Conversation, c.Branch, s.machine, c.Record, c.CreatedMs)
-		}
-		n, err := sendBatch(ctx, tx, b)
-		added = n
-		return err
-	})
-	return added, err
+	b := &pgx.Batch{}
+	for _, c := range cs {
+		b.Queue(`INSERT INTO compiles (id, conversation, branch, machine, record, created_ms) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (id) DO NOTHING`, c.ID, c.Conversation, c.Branch, s.machine, c.Record, c.CreatedMs)
+	}
+	return s.insertBatch(ctx, b)
 }
 
 // Compile reads a shipped compile record.

@@ -217,3 +217,28 @@ func TestConnectTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchWholeOrNothing: a batch sent in one round trip is one implicit
+// transaction: a statement that fails after inserts undoes them, so a
+// shipped batch is whole or absent without BEGIN and COMMIT around it.
+func TestBatchWholeOrNothing(t *testing.T) {
+	s := open(t)
+	ctx := t.Context()
+	rows := stampRows("whole", 3)
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		b.Queue(`INSERT INTO stamps (key, seed, chain, model, source, conversation, branch, machine, created_ms)
+			VALUES ($1, $1, $1, 'm', 'accept', 'c', 'b', 'laptop', 1)`, r.Key[:])
+	}
+	b.Queue(`SELECT 1/0`)
+	if _, err := s.insertBatch(ctx, b); err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Fatalf("a batch ending in an error: %v", err)
+	}
+	got, err := s.Stamps(ctx, keysOf(rows))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("after the failed batch the tier holds %d of its stamps (%v), want none", len(got), err)
+	}
+	if n, err := s.PutStamps(ctx, rows); err != nil || n != len(rows) {
+		t.Fatalf("the batch alone: %d %v", n, err)
+	}
+}

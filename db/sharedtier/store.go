@@ -170,7 +170,22 @@ func loadSteps() ([]step, error) {
 }
 
 func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, fn)
+	return s.wrap(pgx.BeginFunc(ctx, s.pool, fn))
+}
+
+// batch sends b in one round trip, as one implicit transaction, and lets
+// fn read its results in order.
+func (s *Store) batch(ctx context.Context, b *pgx.Batch, fn func(pgx.BatchResults) error) error {
+	res := s.pool.SendBatch(ctx, b)
+	err := fn(res)
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	return s.wrap(err)
+}
+
+// wrap names the tier in err, its password taken out.
+func (s *Store) wrap(err error) error {
 	if err != nil {
 		return fmt.Errorf("shared tier %s: %s", s.dsn, redactErr(err, s.secret))
 	}
@@ -184,50 +199,50 @@ func (s *Store) PutStamps(ctx context.Context, rows []db.StampRow) (int, error) 
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	added := 0
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		added = 0
-		b := &pgx.Batch{}
-		for _, r := range rows {
-			var pred, account, compile any
-			if !r.Pred.IsZero() {
-				pred = r.Pred[:]
-			}
-			if r.Account != "" {
-				account = r.Account
-			}
-			if r.Compile != "" {
-				compile = r.Compile
-			}
-			var saltID any
-			if account != nil && s.salt() != "" {
-				saltID = s.salt()
-			}
-			b.Queue(`INSERT INTO stamps (key, seed, chain, pred, model, account, source, conversation, branch, compile, machine, created_ms, salt_id)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) DO NOTHING`,
-				r.Key[:], r.Seed[:], r.Chain[:], pred, r.Model, account, r.Source, r.Conversation, r.Branch, compile, s.machine, r.CreatedMs, saltID)
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		var pred, account, compile any
+		if !r.Pred.IsZero() {
+			pred = r.Pred[:]
 		}
-		n, err := sendBatch(ctx, tx, b)
-		added = n
-		return err
-	})
-	return added, err
+		if r.Account != "" {
+			account = r.Account
+		}
+		if r.Compile != "" {
+			compile = r.Compile
+		}
+		var saltID any
+		if account != nil && s.salt() != "" {
+			saltID = s.salt()
+		}
+		b.Queue(`INSERT INTO stamps (key, seed, chain, pred, model, account, source, conversation, branch, compile, machine, created_ms, salt_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (key) DO NOTHING`,
+			r.Key[:], r.Seed[:], r.Chain[:], pred, r.Model, account, r.Source, r.Conversation, r.Branch, compile, s.machine, r.CreatedMs, saltID)
+	}
+	return s.insertBatch(ctx, b)
 }
 
-// sendBatch sends a batch of inserts in tx and returns the rows they
-// added (an insert ON CONFLICT DO NOTHING adds none).
-func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) (int, error) {
-	res := tx.SendBatch(ctx, b)
+// insertBatch sends a batch of inserts in one round trip, which the
+// server runs as one implicit transaction (whole or not at all), and
+// returns the rows they added (an insert ON CONFLICT DO NOTHING adds
+// none). Inside an explicit transaction it was three round trips (BEGIN,
+// the batch, COMMIT), and an accept joined to a tier waits for one.
+func (s *Store) insertBatch(ctx context.Context, b *pgx.Batch) (int, error) {
 	added := 0
-	for range b.Len() {
-		tag, err := res.Exec()
-		if err != nil {
-			res.Close()
-			return 0, err
+	err := s.batch(ctx, b, func(res pgx.BatchResults) error {
+		for range b.Len() {
+			tag, err := res.Exec()
+			if err != nil {
+				return err
+			}
+			added += int(tag.RowsAffected())
 		}
-		added += int(tag.RowsAffected())
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return added, res.Close()
+	return added, nil
 }
 
 // Stamps reads the stamps of keys the shared tier holds. A stamp comes
@@ -244,9 +259,13 @@ func (s *Store) Stamps(ctx context.Context, keys []binding.Digest) (map[binding.
 		raw[i] = keys[i][:]
 	}
 	out := map[binding.Digest]db.StampRow{}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT key, seed, chain, pred, model, CASE WHEN salt_id = $2 THEN account END, source, conversation, branch, compile, created_ms
+	// One statement, one round trip: a transaction around it (BEGIN,
+	// the read, COMMIT) was three, on every compile that reads through.
+	b := &pgx.Batch{}
+	b.Queue(`SELECT key, seed, chain, pred, model, CASE WHEN salt_id = $2 THEN account END, source, conversation, branch, compile, created_ms
 			FROM stamps WHERE key = ANY($1)`, raw, s.salt())
+	err := s.batch(ctx, b, func(res pgx.BatchResults) error {
+		rows, err := res.Query()
 		if err != nil {
 			return err
 		}
