@@ -53,7 +53,8 @@ func (p *Proxy) messages(w http.ResponseWriter, r *http.Request, count bool) {
 				msg: "bindery proxy: the request body is not valid JSON"})
 			return
 		}
-		// Valid JSON without a messages array: the upstream answers it.
+		// Valid JSON the proxy does not read (no messages array, or more
+		// of them than the API takes): the upstream answers it.
 	} else {
 		id := identify(r.Header, body, rb, &p.keys)
 		id.account = p.account(ctx, r.Header, rb.userID)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/my-pi/bindery/api/jsonscan"
@@ -32,6 +33,8 @@ func TestReadRequestBody(t *testing.T) {
 		{"messages not an array", `{"messages":{}}`, 0, "", true},
 		{"broken before the messages", `{"model":,"messages":[]}`, 0, "", true},
 		{"cut inside the messages", `{"messages":[{"a":1}`, 0, "", true},
+		{"as many messages as the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, maxMessages-1) + `]}`, maxMessages, "", false},
+		{"more messages than the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, maxMessages) + `]}`, 0, "", true},
 	} {
 		rb, err := readRequestBody([]byte(c.body))
 		if (err != nil) != c.err {

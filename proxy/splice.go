@@ -80,13 +80,14 @@ func topMember(b []byte, key string) (span, bool, error) {
 // elements returns the spans of the elements of the JSON array spanning s
 // in b, in b's offsets.
 func elements(b []byte, s span) ([]span, error) {
-	_, els, err := arrayAt(b[:s.end], s.start)
+	_, els, err := arrayAt(b[:s.end], s.start, 0)
 	return els, err
 }
 
 // arrayAt reads the JSON array whose value begins at or after i (spaces
-// skipped): its span, ending past its closing bracket, and its elements'.
-func arrayAt(b []byte, i int) (span, []span, error) {
+// skipped): its span, ending past its closing bracket, and its elements',
+// at most max of them (0: no bound) or an error.
+func arrayAt(b []byte, i, max int) (span, []span, error) {
 	i = jsonscan.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '[' {
 		return span{}, nil, fmt.Errorf("expected an array at offset %d", i)
@@ -101,6 +102,9 @@ func arrayAt(b []byte, i int) (span, []span, error) {
 		vend, ok := jsonscan.SkipValue(b, i)
 		if !ok {
 			return span{}, nil, fmt.Errorf("unterminated element at offset %d", i)
+		}
+		if max > 0 && len(out) == max {
+			return span{}, nil, fmt.Errorf("over %d elements", max)
 		}
 		out = append(out, span{i, vend})
 		i = jsonscan.SkipSpace(b, vend)

@@ -200,6 +200,28 @@ func TestProxyBounds(t *testing.T) {
 	}
 }
 
+// TestProxyTooManyMessages: a request with more messages than the
+// Messages API takes (100,000) goes upstream byte for byte, uncompiled,
+// and the client gets the upstream's answer (the proxy stops reading it
+// at the bound: TestReadRequestBody).
+func TestProxyTooManyMessages(t *testing.T) {
+	pe := newProxyE2E(t)
+	h := newAPIHost(t, pe.addr, "claude-opus-5-5")
+	body := []byte(`{"model":"claude-opus-5-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}` +
+		strings.Repeat(`,{"role":"user","content":"hi"}`, 100000) + `]}`)
+	status, _, _ := h.post(body)
+	got := pe.up.Requests()
+	if len(got) != 1 || !bytes.Equal(got[0].Body, body) {
+		t.Fatalf("the upstream got %d requests; want the one, as sent", len(got))
+	}
+	if status != got[0].Status {
+		t.Errorf("the client got %d, the upstream answered %d", status, got[0].Status)
+	}
+	if n := strings.Count(pe.feed(), `"type":"compile"`); n != 0 {
+		t.Errorf("%d compiles of a request over the API's bound", n)
+	}
+}
+
 // TestProxyOtherPaths: GET /v1/models passes through, and count_tokens is
 // compiled as a dry run (no compile recorded) and forwarded.
 func TestProxyOtherPaths(t *testing.T) {
