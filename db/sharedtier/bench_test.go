@@ -20,15 +20,7 @@ import (
 // the same batches as one INSERT ... SELECT FROM unnest per batch (the
 // shape PutStamps could take), with its ratio to COPY.
 func BenchmarkShipStamps(b *testing.B) {
-	s, err := Open(pgtest.Database(b), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := b.Context()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx := benchStore(b)
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE raw (LIKE stamps INCLUDING DEFAULTS)`); err != nil {
 		b.Fatal(err)
 	}
@@ -99,4 +91,19 @@ FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[], $5::text[], $6::
   AS t(k, s, c, p, m, a, src, cv, br, cp, ms)
 ON CONFLICT (key) DO NOTHING`, key, seed, chain, pred, model, account, source, conv, branch, compile, ms, machine)
 	return err
+}
+
+// benchStore is a migrated tier on a database of its own, closed with the
+// benchmark.
+func benchStore(b *testing.B) (*Store, context.Context) {
+	s, err := Open(pgtest.Database(b), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	ctx := b.Context()
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return s, ctx
 }

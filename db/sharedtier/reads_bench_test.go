@@ -9,7 +9,6 @@ import (
 
 	"github.com/my-pi/bindery/binding"
 	"github.com/my-pi/bindery/db"
-	"github.com/my-pi/bindery/db/pgtest"
 )
 
 // BenchmarkCompileReads: the two reads a compile joined to a tier makes
@@ -18,15 +17,7 @@ import (
 // COMMIT: what they were), in one run. Over a Unix socket a round trip is
 // cheap; over a team's network it is most of the read.
 func BenchmarkCompileReads(b *testing.B) {
-	s, err := Open(pgtest.Database(b), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := b.Context()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx := benchStore(b)
 	var rels []db.ReleaseRow
 	var keys []binding.Digest
 	var stamps []db.StampRow

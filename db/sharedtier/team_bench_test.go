@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/my-pi/bindery/db"
-	"github.com/my-pi/bindery/db/pgtest"
 )
 
 // BenchmarkTeamReport1M: the team report (every grouping: total, machine,
@@ -23,15 +22,7 @@ import (
 // the rollups summed from them the way shipping keeps them; the bench
 // first checks that both reads give the same lines.
 func BenchmarkTeamReport1M(b *testing.B) {
-	s, err := Open(pgtest.Database(b), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := b.Context()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx := benchStore(b)
 	const n = 1_000_000
 	t0 := time.Now()
 	if _, err := s.pool.Exec(ctx, `INSERT INTO team_requests (machine, key, rev, person, client, day, model, requests, errored,
@@ -107,15 +98,7 @@ func lineSet(ls []TeamLine) map[string]db.TeamFact {
 // and PutTeamFacts alone (the tier's part: COPY into a temporary table,
 // the replace by rev, the rollups' difference) against the same COPY.
 func BenchmarkShipTeamFacts(b *testing.B) {
-	s, err := Open(pgtest.Database(b), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := b.Context()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx := benchStore(b)
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE raw (LIKE team_requests INCLUDING DEFAULTS)`); err != nil {
 		b.Fatal(err)
 	}
