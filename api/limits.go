@@ -58,6 +58,11 @@ func (l Limits) Normalized() Limits {
 	return l
 }
 
+// ProviderMaxMessages is the most messages Anthropic's Messages API takes
+// in one request: a longer one could only be refused by the provider. The
+// daemon's --max-messages defaults to it, and the proxy reads no further.
+const ProviderMaxMessages = 100_000
+
 // Error codes of the limits.
 const (
 	// CodeLimitExceeded [400]: a field is longer than its bound (ids,

@@ -292,10 +292,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.FeedStall, "feed-stall", c.FeedStall, "how long one event write to a websocket subscriber may block before the connection is cut (env BINDERY_FEED_STALL)")
 }
 
-// DefaultMaxMessages bounds a compiled request's messages. Anthropic's
-// Messages API takes at most 100,000 messages in one request, so a longer
-// one could only be refused by the provider anyway.
-const DefaultMaxMessages = 100_000
+// DefaultMaxMessages bounds a compiled request's messages: the provider's
+// own bound (api.ProviderMaxMessages).
+const DefaultMaxMessages = api.ProviderMaxMessages
 
 func sizeFlag(fs *flag.FlagSet, p *int64, name, usage string) {
 	fs.Func(name, fmt.Sprintf("%s; e.g. 64KiB (default %s)", usage, formatSize(*p)), func(s string) error {

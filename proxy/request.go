@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/api/jsonscan"
 )
 
@@ -21,16 +22,13 @@ type requestBody struct {
 	userID string // metadata.user_id's string; "" when none
 }
 
-// maxMessages bounds the messages the proxy reads of a request: the
-// Messages API's own limit per request. A body with more goes upstream as
-// the client sent it (the upstream refuses it), and its spans are never
-// held: a 32 MB body of empty messages would have been 160 MB of them.
-const maxMessages = 100000
-
 // readRequestBody reads body's top-level members until it has both the
 // messages and the metadata: a body with no messages array, or one that
 // does not parse before it, is an error; what follows both is not read
 // (the upstream judges the whole body, as it would without the proxy).
+// Messages past api.ProviderMaxMessages are an error too: such a body goes
+// upstream as the client sent it (the upstream refuses it), and its spans
+// are never held (a 32 MB body of empty messages would be 160 MB of them).
 func readRequestBody(body []byte) (requestBody, error) {
 	var rb requestBody
 	i := jsonscan.SkipSpace(body, 0)
@@ -59,7 +57,7 @@ func readRequestBody(body []byte) (requestBody, error) {
 		var vend int
 		switch {
 		case key == "messages" && !haveMessages:
-			arr, els, err := arrayAt(body, i, maxMessages)
+			arr, els, err := arrayAt(body, i, api.ProviderMaxMessages)
 			if err != nil {
 				return rb, fmt.Errorf("messages: %w", err)
 			}

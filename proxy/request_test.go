@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/api/jsonscan"
 )
 
@@ -33,8 +34,8 @@ func TestReadRequestBody(t *testing.T) {
 		{"messages not an array", `{"messages":{}}`, 0, "", true},
 		{"broken before the messages", `{"model":,"messages":[]}`, 0, "", true},
 		{"cut inside the messages", `{"messages":[{"a":1}`, 0, "", true},
-		{"as many messages as the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, maxMessages-1) + `]}`, maxMessages, "", false},
-		{"more messages than the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, maxMessages) + `]}`, 0, "", true},
+		{"as many messages as the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, api.ProviderMaxMessages-1) + `]}`, api.ProviderMaxMessages, "", false},
+		{"more messages than the API takes", `{"messages":[{}` + strings.Repeat(`,{}`, api.ProviderMaxMessages) + `]}`, 0, "", true},
 	} {
 		rb, err := readRequestBody([]byte(c.body))
 		if (err != nil) != c.err {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/my-pi/bindery/api"
 	"github.com/my-pi/bindery/binding/judgetest"
 	"github.com/my-pi/bindery/proxy/upstreamtest"
 )
@@ -208,7 +209,7 @@ func TestProxyTooManyMessages(t *testing.T) {
 	pe := newProxyE2E(t)
 	h := newAPIHost(t, pe.addr, "claude-opus-5-5")
 	body := []byte(`{"model":"claude-opus-5-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}` +
-		strings.Repeat(`,{"role":"user","content":"hi"}`, 100000) + `]}`)
+		strings.Repeat(`,{"role":"user","content":"hi"}`, api.ProviderMaxMessages) + `]}`)
 	status, _, _ := h.post(body)
 	got := pe.up.Requests()
 	if len(got) != 1 || !bytes.Equal(got[0].Body, body) {
