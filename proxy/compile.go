@@ -71,14 +71,10 @@ func (p *Proxy) compile(ctx context.Context, id ident, body []byte, els []span, 
 	}
 	if ans == nil && err == nil {
 		t := time.Now()
-		shown, _, _, serr := textBlocks(body, arr, els)
-		if serr != nil {
-			return nil, nil // not a body the daemon could read either: send it on
-		}
+		call.Request = shownBody(body, wraps)
 		// The copy is the proxy's own work, not the compile's: it stays
 		// out of the compile's time (bindery_proxy_compile_seconds).
 		began = began.Add(time.Since(t))
-		call.Request = shown
 		ans, err = p.client.Compile(ctx, call)
 	}
 	if err != nil {

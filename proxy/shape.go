@@ -29,7 +29,7 @@ import (
 const textOpen, textClose = `[{"type":"text","text":`, `}]`
 
 // stringContents are the spans of the messages' contents that are
-// strings, ascending: the edits textBlocks makes.
+// strings, ascending: what the daemon is shown as text blocks.
 func stringContents(body []byte, els []span) ([]span, error) {
 	var out []span
 	for _, m := range els {
@@ -63,33 +63,13 @@ func writeShown(w io.Writer, b []byte, from, to int, wraps []span) {
 	w.Write(b[at:to])
 }
 
-// textBlocks returns body with each message's string content written as
-// one text block, or body itself when no message has string content, and
-// the messages array's span and its elements' in what it returns (every
-// edit lies inside the array: its start stays, its end moves by what was
-// added), so the body is scanned once.
-func textBlocks(body []byte, arr span, els []span) ([]byte, span, []span, error) {
-	edits, err := stringContents(body, els)
-	if err != nil {
-		return nil, span{}, nil, err
+// shownBody is body as the daemon is shown it (wraps: stringContents),
+// or body itself when no message has string content.
+func shownBody(body []byte, wraps []span) []byte {
+	if len(wraps) == 0 {
+		return body
 	}
-	if len(edits) == 0 {
-		return body, arr, els, nil
-	}
-	added := len(edits) * (len(textOpen) + len(textClose))
-	out := bytes.NewBuffer(make([]byte, 0, len(body)+added))
-	writeShown(out, body, 0, len(body), edits)
-	// The messages' spans in the new body: each moves by what was added
-	// before it, its own edit included in its end.
-	moved := make([]span, len(els))
-	k, before := 0, 0
-	for i, m := range els {
-		start := m.start + before
-		for k < len(edits) && edits[k].end <= m.end {
-			before += len(textOpen) + len(textClose)
-			k++
-		}
-		moved[i] = span{start, m.end + before}
-	}
-	return out.Bytes(), span{arr.start, arr.end + added}, moved, nil
+	out := bytes.NewBuffer(make([]byte, 0, len(body)+len(wraps)*(len(textOpen)+len(textClose))))
+	writeShown(out, body, 0, len(body), wraps)
+	return out.Bytes()
 }

@@ -96,28 +96,43 @@ func TestRemovalsEveryShape(t *testing.T) {
 }
 
 // TestTextBlocks: string content is shown as one text block, its bytes
-// kept, and the spans follow the edit.
+// kept, and each message written on its own (writeShown, as a digest
+// hashes runs of messages) is that message in the shown body.
 func TestTextBlocks(t *testing.T) {
 	body := []byte(`{"messages":[{"role":"user","content":"a \"q\" \u00e9"},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"content":"s","role":"system"}]}`)
-	arr, els, err := messageSpans(body)
+	_, els, err := messageSpans(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, movedArr, moved, err := textBlocks(body, arr, els)
+	wraps, err := stringContents(body, els)
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := shownBody(body, wraps)
 	want := `{"messages":[{"role":"user","content":[{"type":"text","text":"a \"q\" \u00e9"}]},{"role":"assistant","content":[{"type":"text","text":"x"}]},{"content":[{"type":"text","text":"s"}],"role":"system"}]}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
-	wantArr, wantEls, _ := messageSpans(out)
-	if !reflect.DeepEqual(moved, wantEls) || movedArr != wantArr {
-		t.Errorf("spans %v %v, want %v %v", movedArr, moved, wantArr, wantEls)
+	_, wantEls, _ := messageSpans(out)
+	if len(wantEls) != len(els) {
+		t.Fatalf("%d messages shown, want %d", len(wantEls), len(els))
+	}
+	for i := range els {
+		var one bytes.Buffer
+		writeShown(&one, body, els[i].start, els[i].end, wraps)
+		if got := out[wantEls[i].start:wantEls[i].end]; !bytes.Equal(one.Bytes(), got) {
+			t.Errorf("message %d written on its own: %s, in the shown body %s", i, one.Bytes(), got)
+		}
+	}
+	var all bytes.Buffer
+	writeShown(&all, body, els[0].start, els[len(els)-1].end, wraps)
+	if got := out[wantEls[0].start:wantEls[len(wantEls)-1].end]; !bytes.Equal(all.Bytes(), got) {
+		t.Errorf("the messages written as a run: %s, in the shown body %s", all.Bytes(), got)
 	}
 	same := []byte(`{"messages":[{"role":"user","content":[]}]}`)
-	arr, els, _ = messageSpans(same)
-	if out, _, _, _ := textBlocks(same, arr, els); &out[0] != &same[0] {
+	_, els, _ = messageSpans(same)
+	wraps, _ = stringContents(same, els)
+	if out := shownBody(same, wraps); &out[0] != &same[0] {
 		t.Error("a body with no string content was copied")
 	}
 }
